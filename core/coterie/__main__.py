@@ -1,0 +1,5 @@
+import sys
+
+from coterie.cli import main
+
+sys.exit(main())

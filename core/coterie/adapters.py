@@ -1,0 +1,36 @@
+"""The platform-adapter interface. Adapters are plugins returned by ``coterie_adapters``.
+
+An adapter is thin: it turns platform events into :class:`~coterie.message.Message`, calls
+``app.handle(message)``, and encodes the returned :class:`~coterie.elements.Reply` into the
+platform's native formatting. No rule logic lives in an adapter.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, ClassVar
+
+if TYPE_CHECKING:
+    from coterie.app import Coterie
+
+
+class Adapter(ABC):
+    """Base class of platform adapters."""
+
+    #: the key under ``[adapters.NAME]`` in the config
+    name: ClassVar[str]
+    #: one line for ``coterie plugins``
+    summary: ClassVar[str] = ""
+
+    def __init__(self, app: Coterie, settings: Mapping[str, Any]) -> None:
+        self.app = app
+        self.settings = dict(settings)
+
+    @abstractmethod
+    async def run(self) -> None:
+        """Serve until stopped (or, for the console, until input ends). Raising means a crash:
+        the supervisor logs it and restarts the adapter with back-off."""
+
+    async def stop(self) -> None:  # noqa: B027 - optional hook, nothing to do by default
+        """Ask the adapter to finish; ``run`` should return soon after."""

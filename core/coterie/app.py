@@ -1,0 +1,260 @@
+"""The application object: plugins, variants, commands, state, and the one message path that every
+adapter (console, Slack, Telegram, Matrix) goes through: :meth:`Coterie.handle`."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+import secrets
+from collections.abc import Sequence
+from typing import Any
+
+from coterie.adapters import Adapter
+from coterie.commands import Command, CommandContext
+from coterie.config import Config
+from coterie.dice import DiceSource, SystemDice
+from coterie.elements import BR, Node, Reply, Text, code
+from coterie.errors import ConfigError, UsageError
+from coterie.grammar import CommandLine, shorten, split_command, suggest
+from coterie.message import Message
+from coterie.plugins import PluginHost
+from coterie.rules import RoomSettings, Variant
+from coterie.state import MemoryStore, StateStore
+
+log = logging.getLogger("coterie")
+
+#: state namespace of room settings changed from chat (``!variant NAME``)
+ROOM_SETTINGS = "coterie.rooms"
+
+
+def error_reply(message: str, usage: str | None = None, hint: str | None = None) -> Reply:
+    """A friendly error: what went wrong, then how the command is written."""
+    body: list[Node] = [Text(f"⚠ {message}")]
+    if hint:
+        body += [BR, Text(hint)]
+    if usage:
+        body += [BR, Text("Usage: "), code(usage)]
+    return Reply(body, kind="error")
+
+
+def new_roll_id() -> str:
+    """A short id for a roll, e.g. ``k3f9qz``."""
+    alphabet = "abcdefghijkmnpqrstuvwxyz23456789"
+    return "".join(secrets.choice(alphabet) for _ in range(6))
+
+
+class Coterie:
+    """One bot: its config, plugins, rule sets, commands and state."""
+
+    def __init__(
+        self,
+        config: Config,
+        *,
+        host: PluginHost | None = None,
+        dice: DiceSource | None = None,
+        store: StateStore | None = None,
+    ) -> None:
+        self.config = config
+        if host is None:
+            host = PluginHost()
+            host.load(config.plugins.enable)
+        self.host = host
+        self.dice: DiceSource = dice or SystemDice()
+        self.state: StateStore = store or MemoryStore()
+        self.variants: dict[str, Variant[Any, Any]] = {}
+        self.commands: list[Command] = []
+        self.adapter_classes: dict[str, type[Adapter]] = {}
+        self._collect()
+        self._check_config()
+
+    # --- plugins -----------------------------------------------------------------------------
+
+    def _collect(self) -> None:
+        for plugin, variants in self.host.call("coterie_variants"):
+            for variant in variants:
+                if not isinstance(variant, Variant):
+                    self._bad(plugin, "coterie_variants", f"{variant!r} is not a Variant")
+                elif variant.name in self.variants:
+                    self._bad(plugin, "coterie_variants", f"variant {variant.name!r} exists")
+                else:
+                    self.variants[variant.name] = variant
+        for plugin, commands in self.host.call("coterie_commands"):
+            for command in commands:
+                if not isinstance(command, Command):
+                    self._bad(plugin, "coterie_commands", f"{command!r} is not a Command")
+                    continue
+                self.commands.append(command if command.plugin else _with_plugin(command, plugin))
+        for plugin, classes in self.host.call("coterie_adapters"):
+            for cls in classes:
+                if not (isinstance(cls, type) and issubclass(cls, Adapter)):
+                    self._bad(plugin, "coterie_adapters", f"{cls!r} is not an Adapter class")
+                else:
+                    self.adapter_classes[cls.name] = cls
+
+    def _bad(self, plugin: str, hook: str, problem: str) -> None:
+        self.host._fail(plugin, hook, TypeError(problem))
+
+    def _check_config(self) -> None:
+        names = ", ".join(sorted(self.variants)) or "none"
+        tables = [("defaults", self.config.defaults)] + [
+            (f'rooms."{key}"', room) for key, room in self.config.rooms.items()
+        ]
+        for where, room in tables:
+            if room.variant is not None and room.variant not in self.variants:
+                raise ConfigError(
+                    f"{where}.variant: unknown variant {room.variant!r}; installed: {names}"
+                )
+        for name in self.config.enabled_adapters():
+            if name not in self.adapter_classes:
+                installed = ", ".join(sorted(self.adapter_classes)) or "none"
+                raise ConfigError(
+                    f"adapters.{name}: no such adapter is loaded; loaded adapters: {installed}"
+                )
+
+    # --- lifecycle ---------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        await self.host.call_async("coterie_startup", app=self)
+
+    async def stop(self) -> None:
+        await self.host.call_async("coterie_shutdown", app=self)
+        await self.state.close()
+
+    async def run_adapters(self, names: Sequence[str] | None = None) -> None:
+        """Run adapters side by side until every one has finished. A crashed adapter is
+        restarted with exponential back-off; it never takes the others down."""
+        chosen = list(names) if names is not None else self.config.enabled_adapters()
+        await asyncio.gather(*(self._supervise(name) for name in chosen))
+
+    async def _supervise(self, name: str, *, max_delay: float = 60.0) -> None:
+        cls = self.adapter_classes[name]
+        delay = 1.0
+        while True:
+            adapter = cls(self, self.config.adapters.get(name, {}))
+            try:
+                await adapter.run()
+                return
+            except asyncio.CancelledError:
+                await adapter.stop()
+                raise
+            except Exception:
+                log.exception("adapter %s crashed; restarting in %.0f s", name, delay)
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, max_delay)
+
+    # --- rooms -------------------------------------------------------------------------------
+
+    async def room_settings(self, room_key: str) -> RoomSettings:
+        """Settings in force: config ``[defaults]``, then ``[rooms."KEY"]``, then chat changes."""
+        merged: dict[str, Any] = {"variant": self.config.default_variant, "prefix": "!"}
+        house: dict[str, bool | int] = {}
+        for room in (self.config.defaults, self.config.rooms.get(room_key)):
+            if room is None:
+                continue
+            for key in ("variant", "prefix", "default_difficulty"):
+                value = getattr(room, key)
+                if value is not None:
+                    merged[key] = value
+            house.update(room.house_rules)
+        stored = await self.state.get(ROOM_SETTINGS, room_key) or {}
+        house.update(stored.pop("house_rules", {}))
+        merged.update({k: v for k, v in stored.items() if k in ("variant", "prefix")})
+        if merged["variant"] not in self.variants:
+            merged["variant"] = self.config.default_variant
+        return RoomSettings(house_rules=house, **merged)
+
+    async def update_room(self, room_key: str, **changes: Any) -> None:
+        """Persist a chat-made change to a room's settings."""
+        stored = await self.state.get(ROOM_SETTINGS, room_key) or {}
+        stored.update(changes)
+        await self.state.set(ROOM_SETTINGS, room_key, stored)
+
+    # --- the message path --------------------------------------------------------------------
+
+    def find_command(self, word: str, variant: str) -> Command | None:
+        """The command called ``word`` in a room on ``variant`` (variant-specific ones first)."""
+        matches = [c for c in self.commands if word in c.names and c.available_in(variant)]
+        matches.sort(key=lambda c: not c.variants)
+        return matches[0] if matches else None
+
+    def room_commands(self, variant: str) -> list[Command]:
+        seen: dict[str, Command] = {}
+        for command in sorted(self.commands, key=lambda c: not c.variants):
+            if command.available_in(variant):
+                seen.setdefault(command.name, command)
+        return sorted(seen.values(), key=lambda c: c.name)
+
+    async def handle(self, message: Message) -> Reply | None:
+        """Answer one message: a :class:`Reply`, or ``None`` when the message is not for the bot."""
+        settings = await self.room_settings(message.room_key)
+        limits = self.config.limits
+        text = message.text
+        prefixes = [settings.prefix]
+        if message.addressed and not text.lstrip().startswith(settings.prefix):
+            text = settings.prefix + text.lstrip()
+        if not text.lstrip().startswith(tuple(prefixes)):
+            return None
+        if len(text) > limits.max_message_length:
+            return error_reply(
+                f"that message is {len(text)} characters long; "
+                f"commands may be at most {limits.max_message_length}"
+            )
+        line = split_command(text, prefixes)
+        if line is None:
+            return None
+        variant = self.variants[settings.variant]
+        command = self.find_command(line.command, variant.name)
+        if command is None:
+            return self._unknown_command(line, settings)
+        if line.comment is not None and len(line.comment) > limits.max_comment_length:
+            return error_reply(
+                f"that comment is {len(line.comment)} characters long; "
+                f"comments may be at most {limits.max_comment_length}",
+                usage=command.usage,
+            )
+        context = CommandContext(self, message, line, settings, variant, self.dice)
+        reply = await self._run(command, context)
+        await self.host.call_async("coterie_before_reply", app=self, message=message, reply=reply)
+        return reply
+
+    def _unknown_command(self, line: CommandLine, settings: RoomSettings) -> Reply:
+        names = [name for c in self.room_commands(settings.variant) for name in c.names]
+        close = suggest(line.command, names)
+        hint = (
+            f"Did you mean `{settings.prefix}{close}`?"
+            if close
+            else f"`{settings.prefix}help` lists the commands."
+        )
+        return error_reply(
+            f"unknown command `{settings.prefix}{shorten(line.command)}`.", hint=hint
+        )
+
+    async def _run(self, command: Command, context: CommandContext) -> Reply:
+        try:
+            result = command.handler(context)
+            if inspect.isawaitable(result):
+                result = await result
+        except UsageError as error:
+            return error_reply(error.message, usage=error.usage or command.usage, hint=error.hint)
+        except Exception:
+            incident = new_roll_id()
+            log.exception(
+                "command %s (plugin %s) failed; incident %s",
+                command.name,
+                command.plugin or "?",
+                incident,
+            )
+            return error_reply(
+                f"something went wrong while running `{context.settings.prefix}{command.name}` "
+                f"(incident {incident}); nothing was changed. The bot keeps working."
+            )
+        if isinstance(result, Reply):
+            return result
+        return Reply(list(result))
+
+
+def _with_plugin(command: Command, plugin: str) -> Command:
+    from dataclasses import replace
+
+    return replace(command, plugin=plugin)

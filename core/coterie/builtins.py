@@ -1,0 +1,150 @@
+"""Built-in behaviour, registered as an ordinary plugin: ``!roll``, ``!help`` and ``!variant``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from coterie.commands import Command, CommandContext
+from coterie.elements import BR, Node, Reply, Text, bold, code, italic
+from coterie.errors import UsageError
+from coterie.grammar import parse, shorten, suggest, tokens
+from coterie.hookimpl import hookimpl
+from coterie.rules import RollContext
+from coterie.state import RoomState
+
+ROLL_USAGE = "!roll POOL [DIFFICULTY] [options] [# comment]"
+
+
+async def roll(ctx: CommandContext) -> Reply:
+    """Parse every ``;``-separated roll first, so nothing is rolled when any of them is wrong."""
+    variant = ctx.variant
+    limits = ctx.app.config.limits
+    usage = variant.grammar.usage.replace("!", ctx.settings.prefix, 1)
+    segments = [segment for segment in ctx.args.split(";")]
+    if not ctx.args.strip():
+        raise UsageError("what should I roll? Give at least a dice pool.", usage=usage)
+    if len(segments) > limits.max_rolls_per_message:
+        raise UsageError(
+            f"that is {len(segments)} rolls in one message; at most "
+            f"{limits.max_rolls_per_message} are allowed",
+            usage=usage,
+        )
+    requests: list[Any] = []
+    for segment in segments:
+        words = tokens(segment)
+        if not words:
+            raise UsageError("one of the rolls between `;` is empty", usage=usage)
+        parsed = parse(words, variant.grammar, max_options=limits.max_options)
+        parsed.comment = ctx.line.comment
+        try:
+            request = variant.build(parsed, ctx.settings)
+        except UsageError as error:
+            error.usage = error.usage or usage
+            raise
+        count = variant.dice_count(request)
+        if count > limits.max_dice:
+            raise UsageError(
+                f"that is {count} dice; a roll may have at most {limits.max_dice}", usage=usage
+            )
+        requests.append(request)
+    body: list[Node] = [bold(ctx.message.display_name)]
+    if ctx.line.comment:
+        body += [Text(" — "), italic(ctx.line.comment)]
+    body.append(BR)
+    context = RollContext(
+        settings=ctx.settings,
+        user=ctx.message.user,
+        room=ctx.message.room_key,
+        state=RoomState(ctx.app.state, f"variant.{variant.name}", ctx.message.room_key),
+    )
+    for index, request in enumerate(requests):
+        outcome = variant.roll(request, ctx.dice)
+        outcome = await variant.settle(outcome, context)
+        await ctx.app.host.call_async(
+            "coterie_after_roll",
+            app=ctx.app,
+            message=ctx.message,
+            variant=variant,
+            outcome=outcome,
+        )
+        if index:
+            body.append(BR)
+        body.extend(outcome.render())
+    from coterie.app import new_roll_id
+
+    return Reply(body, meta={"roll_id": new_roll_id(), "variant": variant.name})
+
+
+def help_command(ctx: CommandContext) -> list[Node]:
+    prefix = ctx.settings.prefix
+    topic = ctx.args.strip().lower().removeprefix(prefix)
+    if not topic:
+        body: list[Node] = [
+            bold("coterie"),
+            Text(f" — rules: {ctx.variant.title} ({ctx.variant.name})"),
+            BR,
+        ]
+        for command in ctx.app.room_commands(ctx.variant.name):
+            body += [code(prefix + command.name), Text(f" — {command.summary}"), BR]
+        body += [Text(f"{prefix}help COMMAND tells more, e.g. "), code(f"{prefix}help roll")]
+        return body
+    found = ctx.app.find_command(topic, ctx.variant.name)
+    if found is None:
+        names = [n for c in ctx.app.room_commands(ctx.variant.name) for n in c.names]
+        close = suggest(topic, names)
+        hint = f" Did you mean `{close}`?" if close else ""
+        raise UsageError(f"there is no command `{shorten(topic)}`.{hint}", usage="!help [COMMAND]")
+    if found.name == "roll":
+        return [bold(f"{prefix}roll"), Text(f" ({ctx.variant.name})"), BR, *ctx.variant.help()]
+    body = [code(found.usage.replace("!", prefix, 1)), BR, Text(found.summary)]
+    if found.details:
+        body += [BR, Text(found.details)]
+    return body
+
+
+async def variant_command(ctx: CommandContext) -> list[Node]:
+    wanted = ctx.args.strip().lower()
+    variants = ctx.app.variants
+    if not wanted:
+        body: list[Node] = [Text("This room plays "), bold(ctx.variant.title), Text(".")]
+        for name, variant in sorted(variants.items()):
+            marker = "• " if name == ctx.variant.name else "  "
+            body += [BR, Text(marker), code(name), Text(f" — {variant.title}")]
+        body += [BR, Text(f"Switch with {ctx.settings.prefix}variant NAME.")]
+        return body
+    if wanted not in variants:
+        close = suggest(wanted, list(variants))
+        hint = f" Did you mean `{close}`?" if close else ""
+        raise UsageError(
+            f"there is no rule set `{shorten(wanted)}`.{hint} "
+            f"Installed: {', '.join(sorted(variants))}.",
+            usage="!variant [NAME]",
+        )
+    await ctx.app.update_room(ctx.message.room_key, variant=wanted)
+    return [Text("This room now plays "), bold(variants[wanted].title), Text(f" ({wanted}).")]
+
+
+@hookimpl
+def coterie_commands() -> list[Command]:
+    return [
+        Command(
+            name="roll",
+            aliases=("r",),
+            summary="roll a dice pool under the room's rules",
+            usage=ROLL_USAGE,
+            handler=roll,
+            details="Several rolls in one message are separated by `;`.",
+        ),
+        Command(
+            name="help",
+            summary="list the commands, or explain one",
+            usage="!help [COMMAND]",
+            handler=help_command,
+        ),
+        Command(
+            name="variant",
+            summary="show the room's rule set, or switch it",
+            usage="!variant [NAME]",
+            handler=variant_command,
+        ),
+    ]

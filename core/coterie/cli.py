@@ -1,0 +1,259 @@
+"""The ``coterie`` command line.
+
+``coterie roll ... --json`` is a stable machine interface (see ``docs/cli.md``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from coterie import __version__
+from coterie.config import Config, RoomConfig, load_config
+from coterie.dice import DiceSource, FixedDice, SeededDice, SystemDice
+from coterie.encode import to_plain
+from coterie.errors import ConfigError, UsageError
+from coterie.grammar import Parsed, Pool
+from coterie.plugins import installed_plugins
+
+EXIT_USAGE = 2
+EXIT_CONFIG = 3
+
+
+def _config(path: str | None) -> Config:
+    return load_config(path or os.environ.get("COTERIE_CONFIG"))
+
+
+def _app(config: Config, dice: DiceSource | None = None) -> Any:
+    from coterie.app import Coterie
+
+    return Coterie(config, dice=dice)
+
+
+def _dice(seed: int | None) -> DiceSource:
+    return SeededDice(seed) if seed is not None else SystemDice()
+
+
+def _with_variant(config: Config, variant: str | None) -> Config:
+    if variant is None:
+        return config
+    defaults = config.defaults.model_copy(update={"variant": variant})
+    return config.model_copy(update={"defaults": RoomConfig.model_validate(defaults.model_dump())})
+
+
+def cmd_chat(args: argparse.Namespace) -> int:
+    config = _with_variant(_config(args.config), args.variant)
+    app = _app(config, _dice(args.seed))
+    settings = dict(config.adapters.get("console", {}))
+    if args.user:
+        settings["user"] = args.user
+    if args.room:
+        settings["room"] = args.room
+    cls = app.adapter_classes.get("console")
+    if cls is None:
+        raise ConfigError("the console adapter is not enabled in plugins.enable")
+
+    async def main() -> None:
+        await app.start()
+        try:
+            await cls(app, settings).run()
+        finally:
+            await app.stop()
+
+    asyncio.run(main())
+    return 0
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    config = _config(args.config)
+    app = _app(config)
+    names = config.enabled_adapters()
+    if not names:
+        raise ConfigError("no adapter is enabled: set enabled = true under [adapters.NAME]")
+
+    async def main() -> None:
+        await app.start()
+        try:
+            await app.run_adapters(names)
+        finally:
+            await app.stop()
+
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(main())
+    return 0
+
+
+def cmd_plugins(args: argparse.Namespace) -> int:
+    config = _config(args.config)
+    app = _app(config)
+    loaded = set(app.host.plugin_names)
+    out = sys.stdout
+    out.write("Installed plugins (entry points in the 'coterie' group):\n")
+    for name, ep in sorted(installed_plugins().items()):
+        state = "enabled" if name in loaded else "not enabled"
+        out.write(f"  {name:<16} {ep.value:<32} {state}\n")
+    out.write("Rule sets:\n")
+    for name, variant in sorted(app.variants.items()):
+        default = " (default)" if name == config.default_variant else ""
+        out.write(f"  {name:<16} {variant.title}{default}\n")
+    out.write("Commands:\n")
+    for command in sorted(app.commands, key=lambda c: c.name):
+        where = f" [{', '.join(command.variants)}]" if command.variants else ""
+        out.write(f"  !{command.name:<15} {command.summary}{where} — {command.plugin}\n")
+    out.write("Adapters:\n")
+    for name, cls in sorted(app.adapter_classes.items()):
+        state = "enabled" if name in config.enabled_adapters() else "not enabled"
+        out.write(f"  {name:<16} {cls.summary} ({state})\n")
+    if app.host.failures:
+        out.write("Problems:\n")
+        for failure in app.host.failures:
+            out.write(f"  {failure.plugin}: {failure.where}: {failure.error}\n")
+    return 0
+
+
+def cmd_config_check(args: argparse.Namespace) -> int:
+    path = args.path or os.environ.get("COTERIE_CONFIG")
+    config = load_config(path)
+    app = _app(config)
+    problems = app.host.failures
+    for failure in problems:
+        sys.stderr.write(f"plugin {failure.plugin}: {failure.where}: {failure.error}\n")
+    sys.stdout.write(
+        f"{path or '(built-in defaults)'}: OK — rule sets: {', '.join(sorted(app.variants))}; "
+        f"default: {config.default_variant}; adapters: "
+        f"{', '.join(config.enabled_adapters()) or 'none'}\n"
+    )
+    return 1 if problems else 0
+
+
+def _faces(text: str) -> list[int]:
+    try:
+        faces = [int(part) for part in text.replace(" ", "").split(",") if part]
+    except ValueError:
+        raise UsageError(
+            f"--faces takes numbers separated by commas, e.g. 9,1,1,8,1; not {text!r}"
+        ) from None
+    return faces
+
+
+def cmd_roll(args: argparse.Namespace) -> int:
+    config = _config(args.config)
+    app = _app(config)
+    variant = app.variants.get(args.variant)
+    if variant is None:
+        raise UsageError(
+            f"unknown variant {args.variant!r}; installed: {', '.join(sorted(app.variants))}"
+        )
+    values: dict[str, Any] = {"pool": Pool.of(args.pool)}
+    extra = {
+        "difficulty": args.difficulty,
+        "hunger": args.hunger,
+        "specialty": True if args.specialty else None,
+        "willpower": True if args.willpower else None,
+    }
+    accepted = {o.dest for o in variant.grammar.options} | {
+        p.name for p in variant.grammar.positionals
+    }
+    for key, value in extra.items():
+        if value is None:
+            continue
+        if key not in accepted:
+            raise UsageError(f"the {variant.name} rules have no {key} option")
+        values[key] = value
+    for slot in variant.grammar.positionals:
+        value = values.get(slot.name)
+        if isinstance(value, int) and not isinstance(value, bool):
+            low, high = slot.minimum, slot.maximum
+            if (low is not None and value < low) or (high is not None and value > high):
+                raise UsageError(f"--{slot.name} must be between {low} and {high}, not {value}")
+    settings = asyncio.run(app.room_settings("cli:roll"))
+    request = variant.build(Parsed(values=values), settings)
+    count = variant.dice_count(request)
+    if count > config.limits.max_dice:
+        raise UsageError(f"that is {count} dice; a roll may have at most {config.limits.max_dice}")
+    dice: DiceSource
+    if args.faces is not None:
+        faces = _faces(args.faces)
+        if len(faces) != count:
+            raise UsageError(f"--faces gives {len(faces)} faces but this roll has {count} dice")
+        dice = FixedDice(faces)
+    else:
+        dice = _dice(args.seed)
+    outcome = variant.roll(request, dice)
+    if args.json:
+        sys.stdout.write(json.dumps(outcome.as_json(), ensure_ascii=False) + "\n")
+    else:
+        sys.stdout.write(to_plain(outcome.render()) + "\n")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="coterie", description="Storyteller dice bots for every chat platform."
+    )
+    parser.add_argument("--version", action="version", version=f"coterie {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    chat = sub.add_parser("chat", help="a chat room in the terminal")
+    chat.add_argument("--variant", help="the room's rule set (default: from the config)")
+    chat.add_argument("--config", help="config file (default: $COTERIE_CONFIG or built-ins)")
+    chat.add_argument("--seed", type=int, help="deterministic dice for demos and tests")
+    chat.add_argument("--user", help="your name in the room")
+    chat.add_argument("--room", help="the room's name (default: table)")
+    chat.set_defaults(func=cmd_chat)
+
+    run = sub.add_parser("run", help="start every adapter enabled in the config")
+    run.add_argument("--config", help="config file")
+    run.set_defaults(func=cmd_run)
+
+    plugins = sub.add_parser("plugins", help="installed and enabled plugins")
+    plugins.add_argument("--config", help="config file")
+    plugins.set_defaults(func=cmd_plugins)
+
+    config = sub.add_parser("config", help="configuration tools")
+    config_sub = config.add_subparsers(dest="config_command", required=True, metavar="ACTION")
+    check = config_sub.add_parser("check", help="validate a config file")
+    check.add_argument("path", nargs="?", help="the file (default: $COTERIE_CONFIG)")
+    check.set_defaults(func=cmd_config_check)
+
+    roll = sub.add_parser("roll", help="roll (or count a given roll) and print the result")
+    roll.add_argument("--variant", required=True, help="rule set, e.g. revised")
+    roll.add_argument("--pool", required=True, type=int, help="dice pool")
+    roll.add_argument("--difficulty", type=int, help="difficulty")
+    roll.add_argument("--hunger", type=int, help="Hunger dice (v5)")
+    roll.add_argument("--specialty", action="store_true", help="a specialty applies")
+    roll.add_argument("--willpower", action="store_true", help="spend Willpower")
+    roll.add_argument("--faces", help="replay these faces instead of rolling, e.g. 9,1,1,8,1")
+    roll.add_argument("--seed", type=int, help="deterministic dice")
+    roll.add_argument("--json", action="store_true", help="print one JSON object")
+    roll.add_argument("--config", help="config file")
+    roll.set_defaults(func=cmd_roll)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    try:
+        code: int = args.func(args)
+    except UsageError as error:
+        sys.stderr.write(f"coterie: {error.message}\n")
+        return EXIT_USAGE
+    except ConfigError as error:
+        sys.stderr.write(f"coterie: {error}\n")
+        return EXIT_CONFIG
+    return code
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,147 @@
+"""The TOML configuration, validated; every error names the key and the problem.
+
+Secrets (tokens, passwords) never come from this file: adapters name environment variables
+(``*_env`` keys) and a secret-looking key in the file is refused.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from coterie.errors import ConfigError
+
+#: The hard cap on dice in one roll, whatever the config says.
+HARD_MAX_DICE = 1000
+
+_SECRET_KEY = re.compile(r"(token|password|secret|api_key)$", re.IGNORECASE)
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Limits(_Strict):
+    """Limits applied to every command (see ``docs/configuration.md``)."""
+
+    max_dice: int = Field(default=100, ge=1, le=HARD_MAX_DICE, description="dice in one roll")
+    max_message_length: int = Field(
+        default=2000, ge=16, le=100_000, description="characters in a message"
+    )
+    max_comment_length: int = Field(
+        default=300, ge=0, le=10_000, description="characters in a # comment"
+    )
+    max_rolls_per_message: int = Field(default=10, ge=1, le=100, description="rolls separated by ;")
+    max_options: int = Field(default=20, ge=1, le=200, description="keyword options in one command")
+
+
+class RoomConfig(_Strict):
+    """Settings of a room: ``[defaults]`` for every room, ``[rooms."platform:id"]`` for one."""
+
+    variant: str | None = None
+    prefix: str | None = Field(default=None, min_length=1, max_length=3)
+    default_difficulty: int | None = Field(default=None, ge=1, le=30)
+    house_rules: dict[str, bool | int] = Field(default_factory=dict)
+
+    @field_validator("prefix")
+    @classmethod
+    def _prefix_symbols(cls, value: str | None) -> str | None:
+        if value is not None and (any(ch.isalnum() or ch.isspace() for ch in value)):
+            raise ValueError("a prefix is made of symbols such as ! or ?, without spaces")
+        return value
+
+
+class PluginsConfig(_Strict):
+    """Which installed plugins (entry points in the ``coterie`` group) to load."""
+
+    enable: list[str] = Field(default_factory=lambda: ["*"])
+    #: per-plugin settings, ``[plugins.settings.NAME]``
+    settings: dict[str, dict[str, Any]] = Field(default_factory=dict)
+
+
+class Config(_Strict):
+    """The whole configuration file."""
+
+    plugins: PluginsConfig = Field(default_factory=PluginsConfig)
+    defaults: RoomConfig = Field(default_factory=lambda: RoomConfig(variant="revised", prefix="!"))
+    rooms: dict[str, RoomConfig] = Field(default_factory=dict)
+    adapters: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    limits: Limits = Field(default_factory=lambda: Limits())
+    data_dir: str = "data"
+    log_level: str = Field(default="INFO", pattern=r"^(DEBUG|INFO|WARNING|ERROR)$")
+
+    @field_validator("adapters")
+    @classmethod
+    def _adapters(cls, value: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+        for name, table in value.items():
+            if not isinstance(table, dict):
+                raise ValueError(f"[adapters.{name}] must be a table")
+            enabled = table.get("enabled", False)
+            if not isinstance(enabled, bool):
+                raise ValueError(f"{name}.enabled must be true or false")
+            for key in table:
+                if _SECRET_KEY.search(key):
+                    raise ValueError(
+                        f"{name}.{key}: secrets are never read from the config file; "
+                        f"put the environment variable's name in {name}.{key}_env instead"
+                    )
+        return value
+
+    @property
+    def default_variant(self) -> str:
+        return self.defaults.variant or "revised"
+
+    def enabled_adapters(self) -> list[str]:
+        return [name for name, table in self.adapters.items() if table.get("enabled", False)]
+
+
+def _format(error: ValidationError, model: type[BaseModel]) -> str:
+    lines: list[str] = []
+    for item in error.errors():
+        location = ".".join(str(part) for part in item["loc"]) or "(top level)"
+        message = item["msg"]
+        if item["type"] == "extra_forbidden":
+            message = "unknown key"
+            parent: Any = model
+            for part in item["loc"][:-1]:
+                fields = getattr(parent, "model_fields", {})
+                parent = fields[part].annotation if part in fields else None
+            known = list(getattr(parent, "model_fields", {}) or {})
+            close = difflib.get_close_matches(str(item["loc"][-1]), known, n=1)
+            if close:
+                message += f" (did you mean {close[0]!r}?)"
+            elif known:
+                message += f" (known keys: {', '.join(known)})"
+        elif message.startswith("Value error, "):
+            message = message.removeprefix("Value error, ")
+        lines.append(f"{location}: {message}")
+    return "\n".join(lines)
+
+
+def parse_config(data: dict[str, Any], source: str = "config") -> Config:
+    """Validate an already-parsed TOML document."""
+    try:
+        return Config.model_validate(data)
+    except ValidationError as error:
+        raise ConfigError(f"{source}: invalid configuration\n{_format(error, Config)}") from None
+
+
+def load_config(path: str | Path | None) -> Config:
+    """Read and validate a TOML file; ``None`` gives the built-in defaults."""
+    if path is None:
+        return Config()
+    path = Path(path)
+    try:
+        raw = path.read_text(encoding="utf-8")
+    except OSError as error:
+        raise ConfigError(f"{path}: cannot read the config file ({error.strerror})") from None
+    try:
+        data = tomllib.loads(raw)
+    except tomllib.TOMLDecodeError as error:
+        raise ConfigError(f"{path}: not valid TOML: {error}") from None
+    return parse_config(data, str(path))

@@ -1,0 +1,138 @@
+"""The rules-engine interface every rule set ("variant") implements.
+
+A variant is an object with a name, die sides, a default difficulty, help text, a chat
+:class:`~coterie.grammar.Grammar` for ``!roll``, and a **pure** :meth:`Variant.evaluate` from
+(request, faces) to an :class:`Outcome`. Rolling is drawing faces from an injected
+:class:`~coterie.dice.DiceSource` and evaluating them, so a physical roll can be replayed exactly.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Generic, TypeVar
+
+from coterie.dice import DiceSource
+from coterie.elements import Node
+from coterie.grammar import Grammar, Parsed
+
+
+@dataclass(frozen=True)
+class HouseRule:
+    """A per-room toggle a variant declares (``!set`` changes it in the state issue's commands)."""
+
+    name: str
+    default: bool | int
+    help: str
+
+
+@dataclass(frozen=True)
+class RoomSettings:
+    """The settings in force in one room (config defaults, overridden per room)."""
+
+    variant: str
+    prefix: str = "!"
+    default_difficulty: int | None = None
+    house_rules: Mapping[str, bool | int] = field(default_factory=dict)
+
+    def rule(self, variant: Variant[Any, Any], name: str) -> bool | int:
+        """The value of a house rule of ``variant`` in this room, falling back to its default."""
+        for rule in variant.house_rules:
+            if rule.name == name:
+                return self.house_rules.get(name, rule.default)
+        raise KeyError(f"{variant.name} declares no house rule {name!r}")
+
+
+class Outcome(ABC):
+    """The result of one roll command: everything a renderer and the JSON contract need."""
+
+    variant: str
+    #: the faces in the order rolled (for the JSON contract and the roll log)
+    faces: tuple[int, ...]
+    #: the result name, e.g. ``success``, ``failure``, ``botch``
+    outcome: str
+    #: the successes value as the variant defines it for ``coterie roll --json``
+    successes: int
+    #: the degree/quality word, or ``None``
+    degree: str | None
+
+    @abstractmethod
+    def render(self) -> list[Node]:
+        """The neutral element tree for this result (without the caller's name or comment)."""
+
+    def extra_json(self) -> dict[str, Any]:
+        """Variant-specific keys added to the JSON object."""
+        return {}
+
+    def as_json(self) -> dict[str, Any]:
+        """The machine interface object (a stable contract; see ``docs/cli.md``)."""
+        return {
+            "variant": self.variant,
+            "faces": list(self.faces),
+            "successes": self.successes,
+            "outcome": self.outcome,
+            "degree": self.degree,
+            **self.extra_json(),
+        }
+
+
+RequestT = TypeVar("RequestT")
+OutcomeT = TypeVar("OutcomeT", bound=Outcome)
+
+
+@dataclass
+class RollContext:
+    """What a variant may consult after a roll is evaluated (house rules, room state)."""
+
+    settings: RoomSettings
+    user: str
+    room: str
+    #: a small key-value view of the room's state, see :class:`coterie.state.RoomState`
+    state: Any = None
+
+
+class Variant(ABC, Generic[RequestT, OutcomeT]):
+    """One rule set. Subclass it in a plugin and return an instance from ``coterie_variants``."""
+
+    #: short unique name used in config and chat (``!variant revised``)
+    name: ClassVar[str]
+    #: human title, e.g. "Vampire: the Masquerade, Revised"
+    title: ClassVar[str]
+    #: die sides (10 for d10)
+    sides: ClassVar[int] = 10
+    #: difficulty used when the roll names none
+    default_difficulty: ClassVar[int | None] = None
+    #: one line for listings
+    summary: ClassVar[str] = ""
+    #: the ``!roll`` grammar
+    grammar: ClassVar[Grammar]
+    #: per-room toggles with defaults
+    house_rules: ClassVar[tuple[HouseRule, ...]] = ()
+
+    @abstractmethod
+    def build(self, parsed: Parsed, settings: RoomSettings) -> RequestT:
+        """Turn parsed chat (or CLI) arguments into a request; raise ``UsageError`` on bad input."""
+
+    @abstractmethod
+    def dice_count(self, request: RequestT) -> int:
+        """How many dice the request rolls (core checks it against the configured limit)."""
+
+    @abstractmethod
+    def evaluate(self, request: RequestT, faces: Sequence[int]) -> OutcomeT:
+        """The pure rule: faces in roll order -> outcome. No I/O, no randomness."""
+
+    def roll(self, request: RequestT, dice: DiceSource) -> OutcomeT:
+        """Draw the faces and evaluate them. Variants whose dice count depends on the faces
+        (re-rolls until a tie is broken, say) override this and draw more from ``dice``."""
+        return self.evaluate(request, dice.roll(self.dice_count(request), self.sides))
+
+    async def settle(self, outcome: OutcomeT, context: RollContext) -> OutcomeT:
+        """Apply rules that need room state (e.g. a free first botch); default: unchanged."""
+        return outcome
+
+    def help(self) -> list[Node]:
+        """The ``!help roll`` text for this variant."""
+        from coterie.elements import BR, Text, code
+
+        return [code(self.grammar.usage), BR, Text(self.summary)]

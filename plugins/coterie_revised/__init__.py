@@ -1,0 +1,25 @@
+"""The ``revised`` rule set: Vampire: the Masquerade, Revised (see docs/rules/revised.md)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from coterie import hookimpl
+from coterie.commands import Command
+from coterie.rules import Variant
+
+from coterie_revised.variant import RevisedOutcome, RevisedRequest, RevisedVariant
+
+__all__ = ["RevisedOutcome", "RevisedRequest", "RevisedVariant"]
+
+
+@hookimpl
+def coterie_variants() -> list[Variant[Any, Any]]:
+    return [RevisedVariant()]
+
+
+@hookimpl
+def coterie_commands() -> list[Command]:
+    from coterie_revised.commands import COMMANDS
+
+    return list(COMMANDS)

@@ -1,0 +1,110 @@
+"""``!team`` and ``!multi``: the revised rules for several rolls in one message."""
+
+from __future__ import annotations
+
+from coterie.commands import Command, CommandContext
+from coterie.elements import BR, Node, Reply, Text, bold
+from coterie.errors import UsageError
+from coterie.grammar import Grammar, parse, tokens
+
+from coterie_revised import rules
+from coterie_revised.variant import DIFFICULTY, POOL, WILLPOWER, RevisedVariant, render
+
+SEGMENT = Grammar(
+    usage="POOL [DIFFICULTY] [wp]",
+    positionals=(POOL, DIFFICULTY),
+    options=(WILLPOWER,),
+    named_traits=rules.TEN_POINT_TRAITS,
+)
+TEAM_USAGE = "!team POOL [DIFFICULTY] [wp]; POOL [DIFFICULTY] [wp]; ... [# comment]"
+MULTI_USAGE = "!multi POOL [DIFFICULTY] [wp]; POOL [DIFFICULTY] [wp]; ... [# comment]"
+
+
+def _segments(ctx: CommandContext, usage: str, minimum: int) -> list[list[str]]:
+    parts = [tokens(part) for part in ctx.args.split(";")]
+    limit = ctx.app.config.limits.max_rolls_per_message
+    if len(parts) < minimum or any(not part for part in parts):
+        raise UsageError(f"give at least {minimum} rolls separated by `;`", usage=usage)
+    if len(parts) > limit:
+        raise UsageError(f"at most {limit} rolls in one message", usage=usage)
+    return parts
+
+
+def _header(ctx: CommandContext) -> list[Node]:
+    body: list[Node] = [bold(ctx.message.display_name)]
+    if ctx.line.comment:
+        body += [Text(f" — {ctx.line.comment}")]
+    return [*body, BR]
+
+
+def _variant(ctx: CommandContext) -> RevisedVariant:
+    variant = ctx.variant
+    assert isinstance(variant, RevisedVariant)
+    return variant
+
+
+async def team(ctx: CommandContext) -> Reply:
+    """Teamwork: each member rolls separately and the successes are added."""
+    variant = _variant(ctx)
+    requests = []
+    for words in _segments(ctx, TEAM_USAGE, 2):
+        parsed = parse(words, SEGMENT, max_options=ctx.app.config.limits.max_options)
+        requests.append(variant.build(parsed, ctx.settings))
+    total = sum(variant.dice_count(r) for r in requests)
+    if total > ctx.app.config.limits.max_dice:
+        raise UsageError(f"that is {total} dice; at most {ctx.app.config.limits.max_dice}")
+    body = _header(ctx)
+    rolls = []
+    for number, request in enumerate(requests, start=1):
+        outcome = variant.roll(request, ctx.dice)
+        assert outcome.actor is not None
+        rolls.append(outcome.actor)
+        body += [Text(f"Member {number}: ")] + render(outcome) + [BR]
+    result = rules.teamwork(rolls)
+    body += [Text("Teamwork: "), bold(f"{result.total} successes")]
+    if result.botched:
+        members = [str(i) for i, botched in enumerate(result.botches, start=1) if botched]
+        body += [Text(f" — but member {', '.join(members)} botched, which may spoil it for all")]
+    return Reply(body, meta={"variant": variant.name})
+
+
+async def multi(ctx: CommandContext) -> Reply:
+    """Multiple actions in one turn, each pool cut by the penalty schedule."""
+    variant = _variant(ctx)
+    limits = ctx.app.config.limits
+    parsed_all = [
+        parse(words, SEGMENT, max_options=limits.max_options)
+        for words in _segments(ctx, MULTI_USAGE, 2)
+    ]
+    requests = []
+    actions = len(parsed_all)
+    for action, parsed in enumerate(parsed_all, start=1):
+        parsed.values["multi"] = actions
+        parsed.values["action"] = action
+        requests.append(variant.build(parsed, ctx.settings))
+    total = sum(variant.dice_count(r) for r in requests)
+    if total > limits.max_dice:
+        raise UsageError(f"that is {total} dice; at most {limits.max_dice}", usage=MULTI_USAGE)
+    body = _header(ctx)
+    for request in requests:
+        body += render(variant.roll(request, ctx.dice)) + [BR]
+    return Reply(body[:-1], meta={"variant": variant.name})
+
+
+COMMANDS = [
+    Command(
+        name="team",
+        summary="teamwork: several characters roll separately and add their successes",
+        usage=TEAM_USAGE,
+        handler=team,
+        variants=("revised",),
+    ),
+    Command(
+        name="multi",
+        summary="multiple actions in one turn: each pool loses dice by the schedule",
+        usage=MULTI_USAGE,
+        handler=multi,
+        variants=("revised",),
+        details="With 3 actions the first loses 3 dice, the second 4, the third 5.",
+    ),
+]

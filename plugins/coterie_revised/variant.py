@@ -1,0 +1,522 @@
+"""The ``revised`` rule set as a coterie variant: chat grammar, requests, outcomes, rendering."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from coterie import d10
+from coterie.elements import BR, Die, Node, Text, bold, code, dice, italic
+from coterie.errors import UsageError
+from coterie.grammar import Grammar, Option, Parsed, Pool, Positional
+from coterie.rules import HouseRule, Outcome, RollContext, RoomSettings, Variant
+
+from coterie_revised import rules
+
+POOL = Positional("pool", "dice pool, e.g. 7 or 3+4", kind="pool", required=True)
+DIFFICULTY = Positional(
+    "difficulty",
+    "difficulty 2-10 (default 6)",
+    minimum=rules.MIN_DIFFICULTY,
+    maximum=rules.MAX_DIFFICULTY,
+)
+WILLPOWER = Option("wp", "flag", "spend a Willpower point: one automatic success", key="willpower")
+
+GRAMMAR = Grammar(
+    usage="!roll POOL [DIFFICULTY] [wp] [auto] [multi N [action K]] [retry N] "
+    "[ext TARGET [progress P]] [vs POOL [DIFFICULTY] [wp]] [# comment]",
+    positionals=(POOL, DIFFICULTY),
+    options=(
+        Option(
+            "diff",
+            "int",
+            "difficulty, as a keyword",
+            key="difficulty",
+            minimum=rules.MIN_DIFFICULTY,
+            maximum=rules.MAX_DIFFICULTY,
+            compact=True,
+        ),
+        WILLPOWER,
+        Option("auto", "flag", "take an automatic (marginal) success instead of rolling"),
+        Option(
+            "multi",
+            "int",
+            "this turn has N actions: the first loses N dice",
+            aliases=("actions",),
+            minimum=2,
+            maximum=20,
+        ),
+        Option(
+            "action",
+            "int",
+            "which of the multiple actions this is (default 1)",
+            minimum=1,
+            maximum=20,
+            metavar="K",
+        ),
+        Option(
+            "retry",
+            "int",
+            "earlier failed attempts at this task: difficulty +N",
+            minimum=0,
+            maximum=20,
+        ),
+        Option(
+            "ext",
+            "int",
+            "extended action needing TARGET successes",
+            aliases=("extended",),
+            minimum=1,
+            maximum=1000,
+            metavar="TARGET",
+        ),
+        Option(
+            "progress",
+            "int",
+            "successes already gathered toward the target",
+            minimum=0,
+            maximum=1000,
+            metavar="P",
+        ),
+    ),
+    versus=Grammar(
+        usage="vs POOL [DIFFICULTY] [wp] [progress P]",
+        positionals=(POOL, DIFFICULTY),
+        options=(
+            WILLPOWER,
+            Option(
+                "progress",
+                "int",
+                "the opponent's tally so far (extended and resisted)",
+                minimum=0,
+                maximum=1000,
+                metavar="P",
+            ),
+        ),
+        named_traits=rules.TEN_POINT_TRAITS,
+    ),
+    named_traits=rules.TEN_POINT_TRAITS,
+)
+
+HOUSE_RULES = (
+    HouseRule(
+        "first_botch_free",
+        False,
+        "the first botch of each player's session counts as a plain failure",
+    ),
+    HouseRule("trying_again", True, "`retry N` raises the difficulty by N after failed attempts"),
+    HouseRule("auto_success", True, "`auto` may take an automatic success when pool >= difficulty"),
+    HouseRule("botch_wipes_extended", True, "a botch throws away an extended action's progress"),
+    HouseRule("willpower_cancellable", False, "1s may cancel the Willpower success"),
+)
+
+
+@dataclass(frozen=True)
+class Side:
+    """One side of a roll as asked for."""
+
+    written: Pool
+    pool: int
+    difficulty: int
+    willpower: bool = False
+    progress: int = 0
+
+
+@dataclass(frozen=True)
+class RevisedRequest:
+    actor: Side
+    base_difficulty: int
+    automatic: bool = False
+    actions: int = 1
+    action: int = 1
+    retry: int = 0
+    target: int | None = None
+    versus: Side | None = None
+    willpower_cancellable: bool = False
+    botch_wipes: bool = True
+
+    @property
+    def dice(self) -> int:
+        own = 0 if self.automatic else self.actor.pool
+        return own + (self.versus.pool if self.versus else 0)
+
+
+@dataclass(frozen=True)
+class RevisedOutcome(Outcome):
+    request: RevisedRequest
+    actor: rules.PoolRoll | None
+    opponent: rules.PoolRoll | None = None
+    free_botch: bool = False
+    variant: str = "revised"
+
+    @property
+    def faces(self) -> tuple[int, ...]:  # type: ignore[override]
+        return self.actor.faces if self.actor else ()
+
+    @property
+    def botch(self) -> bool:
+        return self.actor is not None and self.actor.botch and not self.free_botch
+
+    @property
+    def outcome(self) -> str:  # type: ignore[override]
+        if self.actor is None:
+            return "success"
+        if self.botch:
+            return "botch"
+        return "success" if self.actor.net > 0 else "failure"
+
+    @property
+    def successes(self) -> int:  # type: ignore[override]
+        if self.actor is None:
+            return rules.AUTOMATIC_SUCCESSES
+        return self.actor.net if self.outcome == "success" else 0
+
+    @property
+    def degree(self) -> str | None:  # type: ignore[override]
+        return rules.degree(self.successes)
+
+    @property
+    def resisted(self) -> d10.Resisted | None:
+        if self.actor is None or self.opponent is None:
+            return None
+        return d10.Resisted(self.successes, 0 if self.opponent.botch else self.opponent.net)
+
+    @property
+    def extended(self) -> d10.Extended | None:
+        target = self.request.target
+        if target is None or self.request.versus is not None or self.actor is None:
+            return None
+        state = d10.Extended(target, progress=self.request.actor.progress)
+        return d10.extended_step(
+            state, self.successes, self.botch, botch_wipes=self.request.botch_wipes
+        )
+
+    @property
+    def contest(self) -> d10.ExtendedResisted | None:
+        request = self.request
+        if request.target is None or request.versus is None or not self.actor or not self.opponent:
+            return None
+        state = d10.ExtendedResisted(
+            request.target, actor=request.actor.progress, opponent=request.versus.progress
+        )
+        return d10.extended_resisted_step(
+            state,
+            self.successes,
+            self.opponent.net,
+            actor_botched=self.botch,
+            opponent_botched=self.opponent.botch,
+            botch_wipes=request.botch_wipes,
+        )
+
+    def extra_json(self) -> dict[str, Any]:
+        request = self.request
+        data: dict[str, Any] = {
+            "pool": request.actor.pool,
+            "difficulty": request.actor.difficulty,
+            "ones": self.actor.ones if self.actor else 0,
+            "rolled_successes": self.actor.rolled if self.actor else 0,
+            "willpower": request.actor.willpower,
+            "automatic": request.automatic,
+            "free_botch": self.free_botch,
+        }
+        if self.opponent is not None and self.resisted is not None:
+            data["versus"] = {
+                "faces": list(self.opponent.faces),
+                "successes": self.opponent.net,
+                "outcome": self.opponent.outcome,
+                "winner": self.resisted.winner,
+                "net": self.resisted.net,
+            }
+        if self.extended is not None:
+            data["extended"] = {"progress": self.extended.progress, "target": self.extended.target}
+        if self.contest is not None:
+            data["contest"] = {
+                "actor": self.contest.actor,
+                "opponent": self.contest.opponent,
+                "target": self.contest.target,
+                "winner": self.contest.winner,
+            }
+        return data
+
+    def render(self) -> list[Node]:
+        return render(self)
+
+
+class RevisedVariant(Variant[RevisedRequest, RevisedOutcome]):
+    name = "revised"
+    title = "Vampire: the Masquerade, Revised"
+    sides = 10
+    default_difficulty = rules.DEFAULT_DIFFICULTY
+    summary = (
+        "d10 pool against a difficulty (default 6); 10s always succeed, each 1 cancels a success; "
+        "no success and a 1 is a botch."
+    )
+    grammar = GRAMMAR
+    house_rules = HOUSE_RULES
+
+    def build(self, parsed: Parsed, settings: RoomSettings) -> RevisedRequest:
+        house = {rule.name: settings.rule(self, rule.name) for rule in self.house_rules}
+        default = settings.default_difficulty or rules.DEFAULT_DIFFICULTY
+        default = min(max(default, rules.MIN_DIFFICULTY), rules.MAX_DIFFICULTY)
+        actions = parsed.int("multi") or 1
+        action = parsed.int("action")
+        if action is not None and actions == 1:
+            raise UsageError("`action K` goes with `multi N` (the number of actions this turn)")
+        action = action or 1
+        if action > actions:
+            raise UsageError(f"action {action} of {actions}? `action` must be at most `multi`")
+        retry = parsed.int("retry") or 0
+        if retry and not house["trying_again"]:
+            raise UsageError("this room does not raise the difficulty for trying again")
+        penalty = rules.multiple_action_penalty(actions, action) if actions > 1 else 0
+        actor = _side(parsed, default, penalty=penalty, retry=retry, multi=(actions, action))
+        automatic = parsed.flag("auto")
+        target = parsed.int("ext")
+        progress = parsed.int("progress")
+        if progress is not None and target is None:
+            raise UsageError("`progress` goes with `ext TARGET`")
+        if target is not None and (progress or 0) >= target:
+            raise UsageError(f"progress {progress} already reaches the target {target}")
+        actor = replace(actor, progress=progress or 0)
+        versus = None
+        if parsed.versus is not None:
+            if parsed.versus.int("progress") is not None and target is None:
+                raise UsageError("`progress` goes with `ext TARGET`")
+            versus = _side(parsed.versus, default)
+            versus = replace(versus, progress=parsed.versus.int("progress") or 0)
+            if target is not None and versus.progress >= target:
+                raise UsageError(f"progress {versus.progress} already reaches the target {target}")
+        if automatic:
+            if not house["auto_success"]:
+                raise UsageError("this room does not allow automatic successes")
+            if actor.willpower:
+                raise UsageError("`auto` rolls no dice, so Willpower adds nothing to it")
+            if versus is not None or target is not None:
+                raise UsageError("resisted and extended actions are rolled, not automatic")
+            if not rules.automatic_success_allowed(actor.pool, actor.difficulty):
+                raise UsageError(
+                    f"an automatic success needs a pool of at least the difficulty "
+                    f"({actor.pool} dice < difficulty {actor.difficulty}); roll instead"
+                )
+        return RevisedRequest(
+            actor=actor,
+            base_difficulty=parsed.int("difficulty") or default,
+            automatic=automatic,
+            actions=actions,
+            action=action,
+            retry=retry,
+            target=target,
+            versus=versus,
+            willpower_cancellable=bool(house["willpower_cancellable"]),
+            botch_wipes=bool(house["botch_wipes_extended"]),
+        )
+
+    def dice_count(self, request: RevisedRequest) -> int:
+        return request.dice
+
+    def evaluate(self, request: RevisedRequest, faces: Sequence[int]) -> RevisedOutcome:
+        if len(faces) != request.dice:
+            raise UsageError(f"this roll needs {request.dice} dice, but {len(faces)} were given")
+        own = 0 if request.automatic else request.actor.pool
+        actor = None
+        if not request.automatic:
+            actor = rules.roll_pool(
+                faces[:own],
+                request.actor.difficulty,
+                willpower=request.actor.willpower,
+                willpower_cancellable=request.willpower_cancellable,
+            )
+        opponent = None
+        if request.versus is not None:
+            opponent = rules.roll_pool(
+                faces[own:],
+                request.versus.difficulty,
+                willpower=request.versus.willpower,
+                willpower_cancellable=request.willpower_cancellable,
+            )
+        return RevisedOutcome(request=request, actor=actor, opponent=opponent, variant=self.name)
+
+    async def settle(self, outcome: RevisedOutcome, context: RollContext) -> RevisedOutcome:
+        """The optional free first botch: one per player per session (see docs/rules/revised.md)."""
+        if not context.settings.rule(self, "first_botch_free") or not outcome.botch:
+            return outcome
+        key = f"free_botch_used:{context.user}"
+        used = bool(await context.state.get(key, False))
+        counts, used_after = rules.first_botch_free(True, used)
+        if used_after != used:
+            await context.state.set(key, used_after)
+        return outcome if counts else replace(outcome, free_botch=True)
+
+    def help(self) -> list[Node]:
+        body: list[Node] = [code(GRAMMAR.usage), BR, Text(self.summary), BR]
+        body += [
+            Text("POOL is a number or two Traits added, like "),
+            code("3+4"),
+            Text("; a penalty is subtracted, like "),
+            code("3+4-1"),
+            Text("."),
+            BR,
+        ]
+        for option in GRAMMAR.options:
+            body += [code(option.syntax()), Text(f" — {option.help}"), BR]
+        body += [
+            code("vs POOL [DIFFICULTY]"),
+            Text(" — resisted: the other side rolls too; its successes cancel yours"),
+            BR,
+        ]
+        body += [Text("Difficulties: ")]
+        body.append(Text(", ".join(f"{k} {v}" for k, v in rules.DIFFICULTY_LABELS.items())))
+        body += [
+            BR,
+            Text(
+                "Degrees: "
+                + ", ".join(f"{i} {d}" for i, d in enumerate(rules.DEGREES, start=1))
+                + " (or more)"
+            ),
+        ]
+        return body
+
+
+def _side(
+    parsed: Parsed,
+    default_difficulty: int,
+    *,
+    penalty: int = 0,
+    retry: int = 0,
+    multi: tuple[int, int] = (1, 1),
+) -> Side:
+    written = parsed.pool()
+    if written is None:
+        raise UsageError("the dice pool is missing")
+    traits = written.added
+    if len(traits) > rules.MAX_TRAITS_IN_POOL:
+        raise UsageError(
+            f"`{written}` adds {len(traits)} Traits; a dice pool adds at most two "
+            "(an Attribute and an Ability). Subtract penalties with `-N`."
+        )
+    ten_point = [t.trait for t in traits if t.trait in rules.TEN_POINT_TRAITS]
+    if ten_point and len(traits) > 1:
+        raise UsageError(f"{ten_point[0].title()} is rated up to 10 and is rolled alone")
+    if ten_point and traits[0].dice > 10:
+        raise UsageError(f"{ten_point[0].title()} is rated from 0 to 10, not {traits[0].dice}")
+    pool = written.total - penalty
+    if pool <= 0:
+        if penalty:
+            actions, action = multi
+            raise UsageError(
+                f"action {action} of {actions} loses {penalty} dice, leaving {pool}: "
+                "this action cannot be attempted"
+            )
+        raise UsageError(f"a pool of {written.total} dice can't be rolled; it needs at least 1")
+    base = parsed.int("difficulty") or default_difficulty
+    difficulty = rules.retry_difficulty(base, retry)
+    if difficulty > rules.MAX_DIFFICULTY:
+        raise UsageError(
+            f"after {retry} failed attempt(s) the difficulty would be {difficulty}, above "
+            f"{rules.MAX_DIFFICULTY}: the task is now beyond this character"
+        )
+    return Side(written, pool, difficulty, willpower=parsed.flag("willpower"))
+
+
+# --- rendering ----------------------------------------------------------------------------------
+
+
+def _faces(roll: rules.PoolRoll) -> list[Node]:
+    return dice([Die(face, role) for face, role in zip(roll.faces, roll.roles, strict=True)])
+
+
+def _plural(n: int, word: str) -> str:
+    if word == "dice":
+        return f"{n} {'die' if n == 1 else 'dice'}"
+    return f"{n} {word}{'' if n == 1 else 'es' if word.endswith('s') else 's'}"
+
+
+def _result_line(roll: rules.PoolRoll, free_botch: bool = False) -> list[Node]:
+    if roll.botch and not free_botch:
+        return [bold("Botch!"), Text(f" No success and {_plural(roll.ones, 'one')}.")]
+    parts: list[Node] = []
+    if roll.net > 0:
+        label = rules.degree(roll.net)
+        parts += [bold(_plural(roll.net, "success")), Text(f" — {label}")]
+    else:
+        parts += [bold("Failure")]
+    details: list[str] = []
+    if roll.ones and roll.rolled:
+        cancelled = min(roll.ones, roll.rolled)
+        details.append(f"{_plural(roll.ones, 'one')} cancelled {cancelled} of {roll.rolled}")
+    if roll.willpower:
+        details.append("+1 from Willpower")
+    if details:
+        parts.append(Text(f" ({'; '.join(details)})"))
+    if free_botch:
+        parts += [Text(" — "), italic("a botch, but the first of the session is free")]
+    return parts
+
+
+def _setup(side: Side, request: RevisedRequest, label: str | None = None) -> list[Node]:
+    bits = [_plural(side.pool, "dice")]
+    if request.actions > 1 and label is None:
+        penalty = rules.multiple_action_penalty(request.actions, request.action)
+        bits = [
+            f"{side.written} − {penalty} = {_plural(side.pool, 'dice')} "
+            f"(action {request.action} of {request.actions})"
+        ]
+    bits.append(f"difficulty {side.difficulty} ({rules.DIFFICULTY_LABELS[side.difficulty]})")
+    if request.retry and label is None:
+        bits[-1] += f", +{request.retry} for trying again"
+    prefix = f"{label}: " if label else ""
+    return [Text(prefix + ", ".join(bits) + ": ")]
+
+
+def render(outcome: RevisedOutcome) -> list[Node]:
+    request = outcome.request
+    if outcome.actor is None:
+        side = request.actor
+        return [
+            bold("Automatic success"),
+            Text(f" — Marginal ({side.pool} dice ≥ difficulty {side.difficulty}; no dice rolled)"),
+        ]
+    body: list[Node] = []
+    body += _setup(request.actor, request) + _faces(outcome.actor) + [BR]
+    body += _result_line(outcome.actor, outcome.free_botch)
+    extended = outcome.extended
+    if extended is not None:
+        body += [BR, Text("Extended: ")]
+        if extended.wiped:
+            body += [Text(f"the botch wipes out {request.actor.progress} successes — ")]
+        body += [bold(f"{extended.progress}/{extended.target}")]
+        if extended.done:
+            body += [Text(" — done!")]
+    if outcome.opponent is not None and request.versus is not None:
+        body += [BR, *_setup(request.versus, request, "Opposed"), *_faces(outcome.opponent)]
+        body += [BR, Text("Opposed: "), *_result_line(outcome.opponent)]
+        body += [BR, *_resisted_line(outcome)]
+    return body
+
+
+def _resisted_line(outcome: RevisedOutcome) -> list[Node]:
+    contest = outcome.contest
+    resisted = outcome.resisted
+    assert resisted is not None
+    if contest is not None:
+        line: list[Node] = [
+            Text("Extended and resisted: "),
+            bold(f"{contest.actor}/{contest.target}"),
+            Text(" vs "),
+            bold(f"{contest.opponent}/{contest.target}"),
+        ]
+        if contest.winner == "actor":
+            line.append(Text(" — you reach the goal first and win!"))
+        elif contest.winner == "opponent":
+            line.append(Text(" — the opposition reaches the goal first."))
+        return line
+    if resisted.winner == "actor":
+        return [
+            Text("Resisted: you win with "),
+            bold(_plural(resisted.net, "success")),
+            Text(f" ({rules.degree(resisted.net)})"),
+        ]
+    if resisted.winner == "opponent":
+        return [Text("Resisted: the opposition wins by "), bold(_plural(resisted.net, "success"))]
+    return [Text("Resisted: a standoff — neither side gets through")]
