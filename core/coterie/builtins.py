@@ -9,8 +9,6 @@ from coterie.elements import BR, Node, Reply, Text, bold, code, italic
 from coterie.errors import UsageError
 from coterie.grammar import parse, shorten, suggest, tokens
 from coterie.hookimpl import hookimpl
-from coterie.rules import RollContext
-from coterie.state import RoomState
 
 ROLL_USAGE = "!roll POOL [DIFFICULTY] [options] [# comment]"
 
@@ -51,22 +49,8 @@ async def roll(ctx: CommandContext) -> Reply:
     if ctx.line.comment:
         body += [Text(" — "), italic(ctx.line.comment)]
     body.append(BR)
-    context = RollContext(
-        settings=ctx.settings,
-        user=ctx.message.user,
-        room=ctx.message.room_key,
-        state=RoomState(ctx.app.state, f"variant.{variant.name}", ctx.message.room_key),
-    )
     for index, request in enumerate(requests):
-        outcome = variant.roll(request, ctx.dice)
-        outcome = await variant.settle(outcome, context)
-        await ctx.app.host.call_async(
-            "coterie_after_roll",
-            app=ctx.app,
-            message=ctx.message,
-            variant=variant,
-            outcome=outcome,
-        )
+        outcome = await ctx.roll(request)
         if index:
             body.append(BR)
         body.extend(outcome.render())

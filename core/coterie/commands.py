@@ -10,7 +10,7 @@ from coterie.dice import DiceSource
 from coterie.elements import Node, Reply
 from coterie.grammar import CommandLine
 from coterie.message import Message
-from coterie.rules import RoomSettings, Variant
+from coterie.rules import Outcome, RollContext, RoomSettings, Variant
 from coterie.state import RoomState
 
 if TYPE_CHECKING:
@@ -35,6 +35,28 @@ class CommandContext:
     def state(self, owner: str) -> RoomState:
         """This room's key-value state, namespaced by ``owner`` (use your plugin's name)."""
         return RoomState(self.app.state, owner, self.message.room_key)
+
+    async def roll(self, request: Any) -> Outcome:
+        """Roll a request of the room's variant the way ``!roll`` does: draw the faces, evaluate,
+        settle room rules (e.g. a free botch), and notify ``coterie_after_roll``. Commands that
+        roll should always come through here."""
+        variant = self.variant
+        outcome: Outcome = variant.roll(request, self.dice)
+        context = RollContext(
+            settings=self.settings,
+            user=self.message.user,
+            room=self.message.room_key,
+            state=RoomState(self.app.state, f"variant.{variant.name}", self.message.room_key),
+        )
+        outcome = await variant.settle(outcome, context)
+        await self.app.host.call_async(
+            "coterie_after_roll",
+            app=self.app,
+            message=self.message,
+            variant=variant,
+            outcome=outcome,
+        )
+        return outcome
 
 
 Result = Reply | list[Node]

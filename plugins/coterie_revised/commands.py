@@ -8,7 +8,14 @@ from coterie.errors import UsageError
 from coterie.grammar import Grammar, parse, tokens
 
 from coterie_revised import rules
-from coterie_revised.variant import DIFFICULTY, POOL, WILLPOWER, RevisedVariant, render
+from coterie_revised.variant import (
+    DIFFICULTY,
+    POOL,
+    WILLPOWER,
+    RevisedOutcome,
+    RevisedVariant,
+    render,
+)
 
 SEGMENT = Grammar(
     usage="POOL [DIFFICULTY] [wp]",
@@ -56,8 +63,8 @@ async def team(ctx: CommandContext) -> Reply:
     body = _header(ctx)
     rolls = []
     for number, request in enumerate(requests, start=1):
-        outcome = variant.roll(request, ctx.dice)
-        assert outcome.actor is not None
+        outcome = await ctx.roll(request)
+        assert isinstance(outcome, RevisedOutcome) and outcome.actor is not None
         rolls.append(outcome.actor)
         body += [Text(f"Member {number}: ")] + render(outcome) + [BR]
     result = rules.teamwork(rolls)
@@ -87,7 +94,9 @@ async def multi(ctx: CommandContext) -> Reply:
         raise UsageError(f"that is {total} dice; at most {limits.max_dice}", usage=MULTI_USAGE)
     body = _header(ctx)
     for request in requests:
-        body += render(variant.roll(request, ctx.dice)) + [BR]
+        outcome = await ctx.roll(request)
+        assert isinstance(outcome, RevisedOutcome)
+        body += [*render(outcome), BR]
     return Reply(body[:-1], meta={"variant": variant.name})
 
 
