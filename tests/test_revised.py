@@ -7,6 +7,9 @@ import asyncio
 import re
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
 from coterie import d10
 from coterie.dice import FixedDice
 from coterie.elements import Role
@@ -17,8 +20,6 @@ from coterie.state import MemoryStore, RoomState
 from coterie_revised import rules
 from coterie_revised.variant import GRAMMAR, RevisedOutcome, RevisedVariant
 from doc_tables import ints, table
-from hypothesis import given
-from hypothesis import strategies as st
 
 VARIANT = RevisedVariant()
 ROOM = RoomSettings(variant="revised")

@@ -20,8 +20,7 @@ from coterie.adapters import Adapter
 from coterie.elements import Reply
 from coterie.encode import to_plain
 from coterie.message import Message
-
-from coterie_console.ansi import to_ansi
+from coterie_console.ansi import ANSI
 
 if TYPE_CHECKING:
     from coterie.app import Coterie
@@ -79,7 +78,7 @@ class ConsoleAdapter(Adapter):
         self._stopping = True
 
     def encode(self, reply: Reply) -> str:
-        text = to_ansi(reply.body) if self.color else to_plain(reply.body)
+        text = ANSI.encode(reply.body) if self.color else to_plain(reply.body)
         for image in reply.images():
             path = self._save_image(image.filename, image.data)
             text += f"\n(image saved to {path})"

@@ -2,58 +2,51 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from typing import ClassVar
 
-from coterie.elements import (
-    Actions,
-    Bold,
-    Code,
-    Die,
-    Image,
-    Italic,
-    LineBreak,
-    Node,
-    Role,
-    Strike,
-    Text,
-)
+from coterie.elements import Actions, Die, Role
+from coterie.encode import Encoder
 
 RESET = "\x1b[0m"
-_DIE_STYLE = {
-    Role.SUCCESS: "\x1b[1;32m",  # bold green
-    Role.CRITICAL: "\x1b[1;33m",  # bold yellow
-    Role.CANCELLED: "\x1b[2;9m",  # dim, struck through
-    Role.ONE: "\x1b[31m",  # red
-    Role.BOTCH: "\x1b[1;41;97m",  # bold white on red
-    Role.FAILURE: "\x1b[2m",  # dim
-}
 
 
-def _clean(value: str) -> str:
-    """No escape sequences from user text reach the terminal."""
-    return "".join(ch if ch.isprintable() or ch == "\n" else "?" for ch in value)
+class AnsiEncoder(Encoder):
+    """Colours and styles for a terminal; control characters in text are neutralised."""
+
+    DIE_STYLE: ClassVar[dict[Role, str]] = {
+        Role.SUCCESS: "\x1b[1;32m",  # bold green
+        Role.CRITICAL: "\x1b[1;33m",  # bold yellow
+        Role.CANCELLED: "\x1b[2;9m",  # dim, struck through
+        Role.ONE: "\x1b[31m",  # red
+        Role.BOTCH: "\x1b[1;41;97m",  # bold white on red
+        Role.FAILURE: "\x1b[2m",  # dim
+    }
+
+    def text(self, value: str) -> str:
+        """No escape sequence from user text reaches the terminal."""
+        return "".join(ch if ch.isprintable() or ch == "\n" else "?" for ch in value)
+
+    def bold(self, inner: str) -> str:
+        return f"\x1b[1m{inner}{RESET}"
+
+    def italic(self, inner: str) -> str:
+        return f"\x1b[3m{inner}{RESET}"
+
+    def strike(self, inner: str) -> str:
+        return f"\x1b[9m{inner}{RESET}"
+
+    def code(self, value: str) -> str:
+        return f"\x1b[36m{self.text(value)}{RESET}"
+
+    def die(self, die: Die) -> str:
+        hunger = "\x1b[4m" if "hunger" in die.tags else ""
+        return f"{self.DIE_STYLE[die.role]}{hunger}{die.face}{RESET}"
+
+    def actions(self, actions: Actions) -> str:
+        return "Options: " + " | ".join(self.text(b.command) for b in actions.buttons)
+
+    def finish(self, out: str) -> str:
+        return out
 
 
-def to_ansi(nodes: Iterable[Node]) -> str:
-    out: list[str] = []
-    for node in nodes:
-        if isinstance(node, Text):
-            out.append(_clean(node.text))
-        elif isinstance(node, Code):
-            out.append(f"\x1b[36m{_clean(node.text)}{RESET}")
-        elif isinstance(node, Bold):
-            out.append(f"\x1b[1m{to_ansi(node.children)}{RESET}")
-        elif isinstance(node, Italic):
-            out.append(f"\x1b[3m{to_ansi(node.children)}{RESET}")
-        elif isinstance(node, Strike):
-            out.append(f"\x1b[9m{to_ansi(node.children)}{RESET}")
-        elif isinstance(node, LineBreak):
-            out.append("\n")
-        elif isinstance(node, Die):
-            hunger = "\x1b[4m" if "hunger" in node.tags else ""
-            out.append(f"{_DIE_STYLE[node.role]}{hunger}{node.face}{RESET}")
-        elif isinstance(node, Image):
-            out.append(f"[image: {_clean(node.alt)}]")
-        elif isinstance(node, Actions):
-            out.append("Options: " + " | ".join(_clean(b.command) for b in node.buttons))
-    return "".join(out)
+ANSI = AnsiEncoder()

@@ -40,8 +40,9 @@ def error_reply(message: str, usage: str | None = None, hint: str | None = None)
 
 def new_roll_id() -> str:
     """A short id for a roll, e.g. ``k3f9qz``."""
-    alphabet = "abcdefghijkmnpqrstuvwxyz23456789"
-    return "".join(secrets.choice(alphabet) for _ in range(6))
+    alphabet = "abcdefghijkmnpqrstuvwxyz23456789"  # 32 symbols: one per 5 random bits
+    bits = int.from_bytes(secrets.token_bytes(4))
+    return "".join(alphabet[(bits >> (5 * i)) & 31] for i in range(6))
 
 
 class Coterie:
@@ -70,8 +71,19 @@ class Coterie:
 
     # --- plugins -----------------------------------------------------------------------------
 
+    def _listed(self, hook: str) -> list[tuple[str, list[Any]]]:
+        """Each plugin's result of a list-returning hook. A result that is not iterable, or whose
+        iteration raises (a generator hook), is that plugin's failure, not the app's."""
+        results: list[tuple[str, list[Any]]] = []
+        for plugin, value in self.host.call(hook):
+            try:
+                results.append((plugin, list(value)))
+            except Exception as error:
+                self.host._fail(plugin, hook, error)
+        return results
+
     def _collect(self) -> None:
-        for plugin, variants in self.host.call("coterie_variants"):
+        for plugin, variants in self._listed("coterie_variants"):
             for variant in variants:
                 if not isinstance(variant, Variant):
                     self._bad(plugin, "coterie_variants", f"{variant!r} is not a Variant")
@@ -79,13 +91,13 @@ class Coterie:
                     self._bad(plugin, "coterie_variants", f"variant {variant.name!r} exists")
                 else:
                     self.variants[variant.name] = variant
-        for plugin, commands in self.host.call("coterie_commands"):
+        for plugin, commands in self._listed("coterie_commands"):
             for command in commands:
                 if not isinstance(command, Command):
                     self._bad(plugin, "coterie_commands", f"{command!r} is not a Command")
                     continue
                 self.commands.append(command if command.plugin else _with_plugin(command, plugin))
-        for plugin, classes in self.host.call("coterie_adapters"):
+        for plugin, classes in self._listed("coterie_adapters"):
             for cls in classes:
                 if not (isinstance(cls, type) and issubclass(cls, Adapter)):
                     self._bad(plugin, "coterie_adapters", f"{cls!r} is not an Adapter class")
@@ -211,7 +223,7 @@ class Coterie:
             return error_reply(
                 f"that comment is {len(line.comment)} characters long; "
                 f"comments may be at most {limits.max_comment_length}",
-                usage=command.usage,
+                usage=_localise(command.usage, settings.prefix),
             )
         context = CommandContext(self, message, line, settings, variant, self.dice)
         reply = await self._run(command, context)
@@ -236,7 +248,8 @@ class Coterie:
             if inspect.isawaitable(result):
                 result = await result
         except UsageError as error:
-            return error_reply(error.message, usage=error.usage or command.usage, hint=error.hint)
+            usage = _localise(error.usage or command.usage, context.settings.prefix)
+            return error_reply(error.message, usage=usage, hint=error.hint)
         except Exception:
             incident = new_roll_id()
             log.exception(
@@ -258,3 +271,8 @@ def _with_plugin(command: Command, plugin: str) -> Command:
     from dataclasses import replace
 
     return replace(command, plugin=plugin)
+
+
+def _localise(usage: str, prefix: str) -> str:
+    """A usage line written with ``!`` as it reads in a room whose prefix is ``prefix``."""
+    return prefix + usage[1:] if usage.startswith("!") else usage

@@ -22,6 +22,22 @@ HARD_MAX_DICE = 1000
 _SECRET_KEY = re.compile(r"(token|password|secret|api_key)$", re.IGNORECASE)
 
 
+def _refuse_secrets(table: Any, where: str) -> None:
+    """Refuse a secret-looking key anywhere in a free-form table (nested tables included)."""
+    if isinstance(table, list):
+        for item in table:
+            _refuse_secrets(item, where)
+    if not isinstance(table, dict):
+        return
+    for key, item in table.items():
+        if _SECRET_KEY.search(str(key)):
+            raise ValueError(
+                f"{where}.{key}: secrets are never read from the config file; "
+                f"put the environment variable's name in {where}.{key}_env instead"
+            )
+        _refuse_secrets(item, f"{where}.{key}")
+
+
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -63,6 +79,13 @@ class PluginsConfig(_Strict):
     #: per-plugin settings, ``[plugins.settings.NAME]``
     settings: dict[str, dict[str, Any]] = Field(default_factory=dict)
 
+    @field_validator("settings")
+    @classmethod
+    def _settings(cls, value: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+        for name, table in value.items():
+            _refuse_secrets(table, name)
+        return value
+
 
 class Config(_Strict):
     """The whole configuration file."""
@@ -84,12 +107,7 @@ class Config(_Strict):
             enabled = table.get("enabled", False)
             if not isinstance(enabled, bool):
                 raise ValueError(f"{name}.enabled must be true or false")
-            for key in table:
-                if _SECRET_KEY.search(key):
-                    raise ValueError(
-                        f"{name}.{key}: secrets are never read from the config file; "
-                        f"put the environment variable's name in {name}.{key}_env instead"
-                    )
+            _refuse_secrets(table, name)
         return value
 
     @property

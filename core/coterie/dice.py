@@ -25,10 +25,26 @@ class DiceSource(Protocol):
 
 
 class SystemDice:
-    """Faces from the operating system's cryptographic RNG (``secrets``). The default."""
+    """Faces from the operating system's cryptographic RNG (``secrets``). The default.
+
+    One ``secrets.token_bytes`` call serves a whole roll: each byte below the largest multiple of
+    ``sides`` under 256 gives a face (``byte % sides + 1``), the rest are rejected, so every face is
+    exactly equally likely.
+    """
 
     def roll(self, count: int, sides: int) -> list[int]:
-        return [secrets.randbelow(sides) + 1 for _ in range(count)]
+        if sides > 256:
+            return [secrets.randbelow(sides) + 1 for _ in range(count)]
+        limit = 256 - 256 % sides
+        faces: list[int] = []
+        while len(faces) < count:
+            missing = count - len(faces)
+            for byte in secrets.token_bytes(missing + missing // 4 + 2):
+                if byte < limit:
+                    faces.append(byte % sides + 1)
+                    if len(faces) == count:
+                        break
+        return faces
 
     def __repr__(self) -> str:
         return "SystemDice()"

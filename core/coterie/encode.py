@@ -1,14 +1,16 @@
-"""Encoders from the neutral reply tree to plain text and Markdown.
+"""Encoders from the neutral reply tree to text.
 
-Plain text always exists (screen readers, logs, the console when piped); Markdown is the base for
-platforms with Markdown-like markup. Platform encoders (mrkdwn, Telegram HTML, Matrix HTML) live in
-the adapters and follow the same shape: one function per node type, text always escaped.
+:class:`Encoder` walks the tree and calls one method per node type; a platform encoder (Slack
+mrkdwn, Telegram HTML, Matrix HTML, the terminal's ANSI colours) subclasses it and overrides how
+each node looks, escaping all text in :meth:`Encoder.text`. Plain text (screen readers, logs, the
+console when piped) and Markdown are defined here.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
+from typing import ClassVar
 
 from coterie.elements import (
     Actions,
@@ -25,23 +27,65 @@ from coterie.elements import (
 )
 
 
-def to_plain(nodes: Iterable[Node]) -> str:
-    """Text with no markup at all; die faces as bare numbers."""
-    out: list[str] = []
-    for node in nodes:
-        if isinstance(node, Text | Code):
-            out.append(node.text)
-        elif isinstance(node, Bold | Italic | Strike):
-            out.append(to_plain(node.children))
-        elif isinstance(node, LineBreak):
-            out.append("\n")
-        elif isinstance(node, Die):
-            out.append(str(node.face))
-        elif isinstance(node, Image):
-            out.append(f"[image: {node.alt}]")
-        elif isinstance(node, Actions):
-            out.append("Options: " + " | ".join(b.command for b in node.buttons))
-    return _tidy("".join(out))
+class Encoder:
+    """Plain text: no markup at all, die faces as bare numbers. Subclass for other formats."""
+
+    def encode(self, nodes: Iterable[Node]) -> str:
+        return self.finish(self.join(nodes))
+
+    def join(self, nodes: Iterable[Node]) -> str:
+        return "".join(self.node(node) for node in nodes)
+
+    def node(self, node: Node) -> str:
+        if isinstance(node, Text):
+            return self.text(node.text)
+        if isinstance(node, Bold):
+            return self.bold(self.join(node.children))
+        if isinstance(node, Italic):
+            return self.italic(self.join(node.children))
+        if isinstance(node, Strike):
+            return self.strike(self.join(node.children))
+        if isinstance(node, Code):
+            return self.code(node.text)
+        if isinstance(node, LineBreak):
+            return self.line_break()
+        if isinstance(node, Die):
+            return self.die(node)
+        if isinstance(node, Image):
+            return self.image(node)
+        return self.actions(node)
+
+    def text(self, value: str) -> str:
+        """Escape user or rule text for the format."""
+        return value
+
+    def bold(self, inner: str) -> str:
+        return inner
+
+    def italic(self, inner: str) -> str:
+        return inner
+
+    def strike(self, inner: str) -> str:
+        return inner
+
+    def code(self, value: str) -> str:
+        return value
+
+    def line_break(self) -> str:
+        return "\n"
+
+    def die(self, die: Die) -> str:
+        return str(die.face)
+
+    def image(self, image: Image) -> str:
+        return f"[image: {self.text(image.alt)}]"
+
+    def actions(self, actions: Actions) -> str:
+        return "Options: " + " | ".join(self.text(b.command) for b in actions.buttons)
+
+    def finish(self, out: str) -> str:
+        """Trailing spaces and the final line break go."""
+        return "\n".join(part.rstrip() for part in out.rstrip("\n").split("\n"))
 
 
 _MD_SPECIAL = re.compile(r"([\\`*_~\[\]()<>#|!{}+\-.])")
@@ -52,45 +96,51 @@ def escape_markdown(value: str) -> str:
     return _MD_SPECIAL.sub(r"\\\1", value)
 
 
-def markdown_die(die: Die, face: str) -> str:
-    """How a die face is styled in Markdown (``face`` is already escaped)."""
-    styles: dict[Role, Callable[[str], str]] = {
-        Role.SUCCESS: lambda f: f"**{f}**",
-        Role.CRITICAL: lambda f: f"***{f}***",
-        Role.CANCELLED: lambda f: f"~~{f}~~",
-        Role.ONE: lambda f: f"~~{f}~~",
-        Role.BOTCH: lambda f: f"__{f}__",
-        Role.FAILURE: lambda f: f,
+class MarkdownEncoder(Encoder):
+    """CommonMark with GFM strikethrough; every piece of user or rule text escaped."""
+
+    DIE_STYLE: ClassVar[dict[Role, str]] = {
+        Role.SUCCESS: "**{}**",
+        Role.CRITICAL: "***{}***",
+        Role.CANCELLED: "~~{}~~",
+        Role.ONE: "~~{}~~",
+        Role.BOTCH: "__{}__",
+        Role.FAILURE: "{}",
     }
-    return styles[die.role](face)
+
+    def text(self, value: str) -> str:
+        return escape_markdown(value)
+
+    def bold(self, inner: str) -> str:
+        return f"**{inner}**"
+
+    def italic(self, inner: str) -> str:
+        return f"_{inner}_"
+
+    def strike(self, inner: str) -> str:
+        return f"~~{inner}~~"
+
+    def code(self, value: str) -> str:
+        if "`" in value:
+            return f"`` {value} ``"
+        return f"`{value}`"
+
+    def die(self, die: Die) -> str:
+        return self.DIE_STYLE[die.role].format(die.face)
+
+    def actions(self, actions: Actions) -> str:
+        return " · ".join(self.code(b.command) for b in actions.buttons)
+
+
+PLAIN = Encoder()
+MARKDOWN = MarkdownEncoder()
+
+
+def to_plain(nodes: Iterable[Node]) -> str:
+    """Text with no markup at all; die faces as bare numbers."""
+    return PLAIN.encode(nodes)
 
 
 def to_markdown(nodes: Iterable[Node]) -> str:
-    """CommonMark with GFM strikethrough; every piece of user or rule text escaped."""
-    out: list[str] = []
-    for node in nodes:
-        if isinstance(node, Text):
-            out.append(escape_markdown(node.text))
-        elif isinstance(node, Code):
-            ticks = "``" if "`" in node.text else "`"
-            pad = " " if "`" in node.text else ""
-            out.append(f"{ticks}{pad}{node.text}{pad}{ticks}")
-        elif isinstance(node, Bold):
-            out.append(f"**{to_markdown(node.children)}**")
-        elif isinstance(node, Italic):
-            out.append(f"_{to_markdown(node.children)}_")
-        elif isinstance(node, Strike):
-            out.append(f"~~{to_markdown(node.children)}~~")
-        elif isinstance(node, LineBreak):
-            out.append("\n")
-        elif isinstance(node, Die):
-            out.append(markdown_die(node, str(node.face)))
-        elif isinstance(node, Image):
-            out.append(f"[image: {escape_markdown(node.alt)}]")
-        elif isinstance(node, Actions):
-            out.append(" · ".join(f"`{b.command}`" for b in node.buttons))
-    return _tidy("".join(out))
-
-
-def _tidy(value: str) -> str:
-    return "\n".join(part.rstrip() for part in value.rstrip("\n").split("\n"))
+    """CommonMark with GFM strikethrough, all text escaped."""
+    return MARKDOWN.encode(nodes)

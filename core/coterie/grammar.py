@@ -49,11 +49,11 @@ def split_command(text: str, prefixes: Sequence[str]) -> CommandLine | None:
     if "#" in rest:
         rest, _, raw_comment = rest.partition("#")
         comment = raw_comment.strip() or None
-    word, _, args = rest.strip().partition(" ")
-    word = word.strip().lower()
-    if not word:
+    parts = rest.split(None, 1)  # any whitespace (a tab, a newline) ends the word
+    if not parts:
         return None
-    return CommandLine(prefix=prefix, command=word, args=args.strip(), comment=comment)
+    word, args = parts[0], parts[1] if len(parts) > 1 else ""
+    return CommandLine(prefix=prefix, command=word.lower(), args=args.strip(), comment=comment)
 
 
 def tokens(args: str) -> list[str]:

@@ -7,7 +7,6 @@ from typing import Any
 from coterie import hookimpl
 from coterie.commands import Command
 from coterie.rules import Variant
-
 from coterie_revised.variant import RevisedOutcome, RevisedRequest, RevisedVariant
 
 __all__ = ["RevisedOutcome", "RevisedRequest", "RevisedVariant"]

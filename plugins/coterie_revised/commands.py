@@ -6,7 +6,6 @@ from coterie.commands import Command, CommandContext
 from coterie.elements import BR, Node, Reply, Text, bold
 from coterie.errors import UsageError
 from coterie.grammar import Grammar, parse, tokens
-
 from coterie_revised import rules
 from coterie_revised.variant import (
     DIFFICULTY,

@@ -11,7 +11,6 @@ from coterie.elements import BR, Die, Node, Text, bold, code, dice, italic
 from coterie.errors import UsageError
 from coterie.grammar import Grammar, Option, Parsed, Pool, Positional
 from coterie.rules import HouseRule, Outcome, RollContext, RoomSettings, Variant
-
 from coterie_revised import rules
 
 POOL = Positional("pool", "dice pool, e.g. 7 or 3+4", kind="pool", required=True)
