@@ -185,9 +185,14 @@ async def test_comment_limit_is_configurable(make_app, recording_dice, send):
 async def test_message_over_2000_characters(app, send):
     text = "!roll 5 6 " + "wp " * 700
     assert len(text) > 2000
-    plain = await expect_error(send, app, text, usage=None)
+    plain = await expect_error(send, app, text, usage="Usage: !roll POOL")
     assert f"{len(text)} characters" in plain
     assert "at most 2000" in plain
+
+
+async def test_over_long_unknown_command_has_no_usage_line(app, send):
+    plain = await expect_error(send, app, "!frobnicate " + "x" * 2100, usage=None)
+    assert "at most 2000" in plain and "Usage" not in plain
 
 
 async def test_message_of_2000_characters_is_parsed(app, send):
@@ -268,6 +273,12 @@ def question_app(make_app, recording_dice):
 async def test_usage_line_uses_the_room_prefix(question_app, send, text):
     plain = await expect_error(send, question_app, text, room="q", usage="Usage: ?roll POOL")
     assert "!roll" not in plain
+
+
+async def test_help_roll_uses_the_room_prefix(question_app, send):
+    reply = await send(question_app, "?help roll", room="q")
+    plain = to_plain(reply.body)
+    assert "?roll POOL [DIFFICULTY]" in plain and "!roll" not in plain
 
 
 async def test_other_prefix_is_ignored_in_that_room(question_app, send):

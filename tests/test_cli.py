@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import subprocess
 
@@ -349,3 +350,25 @@ def test_config_from_environment_variable(capsys, tmp_path, monkeypatch):
     monkeypatch.setenv("COTERIE_CONFIG", str(path))
     err = fails(capsys, ["roll", "--variant", "revised", "--pool", "4", "--json"])
     assert "at most 3" in err
+
+
+# --- chat --variant -------------------------------------------------------------------------------
+
+
+def test_chat_variant_overrides_the_rooms_configured_variant(capsys, tmp_path, monkeypatch):
+    config = tmp_path / "c.toml"
+    config.write_text(
+        '[plugins]\nenable = ["*"]\n[rooms."console:table"]\nvariant = "revised"\n'
+        "[adapters.console]\nenabled = true\n",
+        encoding="utf-8",
+    )
+    monkeypatch.setattr("sys.stdin", io.StringIO("!variant\n"))
+    assert main(["chat", "--config", str(config), "--variant", "nobotch"]) == 0
+    out = capsys.readouterr().out
+    assert "This room plays Vampire: the Masquerade, Revised — house rule: no botches." in out
+
+
+def test_chat_unknown_variant_is_a_usage_error(capsys):
+    assert main(["chat", "--variant", "nope"]) == 2
+    err = capsys.readouterr().err
+    assert "--variant: there is no rule set 'nope'" in err and "revised" in err

@@ -145,7 +145,7 @@ async def test_room_default_difficulty_is_used_by_rolls(make_app, say):
         ({"limits": {"max_comment_length": -1}}, "limits.max_comment_length: "),
         ({"limits": {"max_message_length": "long"}}, "limits.max_message_length: "),
         ({"defaults": {"default_difficulty": 31}}, "defaults.default_difficulty: "),
-        ({"rooms": {"slack:C1": {"prefix": "abc"}}}, "rooms.slack:C1.prefix: "),
+        ({"rooms": {"slack:C1": {"prefix": "abc"}}}, 'rooms."slack:C1".prefix: '),
         ({"plugins": {"enable": "revised"}}, "plugins.enable: "),
         ({"log_level": "CHATTY"}, "log_level: "),
         ({"adapters": {"console": "on"}}, "adapters.console: "),
@@ -240,7 +240,7 @@ def test_secrets_are_refused(data, key):
     message = config_error(data)
     assert key in message
     assert "secrets are never read from the config file" in message
-    assert f"{key}_env" in message
+    assert f"{key.rsplit('.', 1)[-1]}_env instead" in message
 
 
 def test_secret_names_in_env_keys_are_fine():

@@ -343,16 +343,20 @@ def test_hooks_returning_the_wrong_things_are_isolated():
 def test_duplicate_variant_is_refused():
     from coterie_revised import RevisedVariant
 
+    class Impostor(RevisedVariant):
+        title = "an impostor"
+
     class Twice:
         @hookimpl
         def coterie_variants(self):
-            return [RevisedVariant()]
+            return [Impostor()]
 
     app = app_with((Twice(), "twice"))
     assert list(app.variants) == ["revised"]
-    # which of the two plugins keeps the name is not specified; the other one is reported
+    # the plugin registered first (the built-in) keeps the name; the later one is reported
+    assert app.variants["revised"].title != "an impostor"
     [failure] = app.host.failures
-    assert failure.plugin in {"twice", "revised"}
+    assert failure.plugin == "twice"
     assert failure.where == "coterie_variants"
     assert "variant 'revised' exists" in failure.error
 

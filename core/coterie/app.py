@@ -16,7 +16,7 @@ from coterie.config import Config
 from coterie.dice import DiceSource, SystemDice
 from coterie.elements import BR, Node, Reply, Text, code
 from coterie.errors import ConfigError, UsageError
-from coterie.grammar import CommandLine, shorten, split_command, suggest
+from coterie.grammar import CommandLine, localise, shorten, split_command, suggest
 from coterie.message import Message
 from coterie.plugins import PluginHost
 from coterie.rules import RoomSettings, Variant
@@ -73,14 +73,16 @@ class Coterie:
 
     def _listed(self, hook: str) -> list[tuple[str, list[Any]]]:
         """Each plugin's result of a list-returning hook. A result that is not iterable, or whose
-        iteration raises (a generator hook), is that plugin's failure, not the app's."""
+        iteration raises (a generator hook), is that plugin's failure, not the app's. Results come
+        in registration order, so on a duplicate name the plugin loaded first keeps it."""
+        order = {name: index for index, name in enumerate(self.host.plugin_names)}
         results: list[tuple[str, list[Any]]] = []
         for plugin, value in self.host.call(hook):
             try:
                 results.append((plugin, list(value)))
             except Exception as error:
                 self.host._fail(plugin, hook, error)
-        return results
+        return sorted(results, key=lambda pair: order.get(pair[0], len(order)))
 
     def _collect(self) -> None:
         for plugin, variants in self._listed("coterie_variants"):
@@ -207,23 +209,26 @@ class Coterie:
             text = settings.prefix + text.lstrip()
         if not text.lstrip().startswith(tuple(prefixes)):
             return None
-        if len(text) > limits.max_message_length:
-            return error_reply(
-                f"that message is {len(text)} characters long; "
-                f"commands may be at most {limits.max_message_length}"
-            )
-        line = split_command(text, prefixes)
+        too_long = len(text) > limits.max_message_length
+        # an over-long message is not parsed: its first words only serve to name the command
+        line = split_command(text[:200] if too_long else text, prefixes)
         if line is None:
             return None
         variant = self.variants[settings.variant]
         command = self.find_command(line.command, variant.name)
+        if too_long:
+            return error_reply(
+                f"that message is {len(text)} characters long; "
+                f"commands may be at most {limits.max_message_length}",
+                usage=localise(command.usage, settings.prefix) if command else None,
+            )
         if command is None:
             return self._unknown_command(line, settings)
         if line.comment is not None and len(line.comment) > limits.max_comment_length:
             return error_reply(
                 f"that comment is {len(line.comment)} characters long; "
                 f"comments may be at most {limits.max_comment_length}",
-                usage=_localise(command.usage, settings.prefix),
+                usage=localise(command.usage, settings.prefix),
             )
         context = CommandContext(self, message, line, settings, variant, self.dice)
         reply = await self._run(command, context)
@@ -248,7 +253,7 @@ class Coterie:
             if inspect.isawaitable(result):
                 result = await result
         except UsageError as error:
-            usage = _localise(error.usage or command.usage, context.settings.prefix)
+            usage = localise(error.usage or command.usage, context.settings.prefix)
             return error_reply(error.message, usage=usage, hint=error.hint)
         except Exception:
             incident = new_roll_id()
@@ -271,8 +276,3 @@ def _with_plugin(command: Command, plugin: str) -> Command:
     from dataclasses import replace
 
     return replace(command, plugin=plugin)
-
-
-def _localise(usage: str, prefix: str) -> str:
-    """A usage line written with ``!`` as it reads in a room whose prefix is ``prefix``."""
-    return prefix + usage[1:] if usage.startswith("!") else usage

@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from coterie.commands import Command, CommandContext
-from coterie.elements import BR, Node, Reply, Text, bold, code, italic
+from coterie.elements import BR, Code, Node, Reply, Text, bold, code, italic
 from coterie.errors import UsageError
-from coterie.grammar import parse, shorten, suggest, tokens
+from coterie.grammar import localise, parse, shorten, suggest, tokens
 from coterie.hookimpl import hookimpl
 
 ROLL_USAGE = "!roll POOL [DIFFICULTY] [options] [# comment]"
@@ -17,8 +17,8 @@ async def roll(ctx: CommandContext) -> Reply:
     """Parse every ``;``-separated roll first, so nothing is rolled when any of them is wrong."""
     variant = ctx.variant
     limits = ctx.app.config.limits
-    usage = variant.grammar.usage.replace("!", ctx.settings.prefix, 1)
-    segments = [segment for segment in ctx.args.split(";")]
+    usage = variant.grammar.usage  # written with "!"; the app localises usage lines
+    segments = ctx.args.split(";")
     if not ctx.args.strip():
         raise UsageError("what should I roll? Give at least a dice pool.", usage=usage)
     if len(segments) > limits.max_rolls_per_message:
@@ -79,8 +79,11 @@ def help_command(ctx: CommandContext) -> list[Node]:
         hint = f" Did you mean `{close}`?" if close else ""
         raise UsageError(f"there is no command `{shorten(topic)}`.{hint}", usage="!help [COMMAND]")
     if found.name == "roll":
-        return [bold(f"{prefix}roll"), Text(f" ({ctx.variant.name})"), BR, *ctx.variant.help()]
-    body = [code(found.usage.replace("!", prefix, 1)), BR, Text(found.summary)]
+        lines = [
+            Code(localise(n.text, prefix)) if isinstance(n, Code) else n for n in ctx.variant.help()
+        ]
+        return [bold(f"{prefix}roll"), Text(f" ({ctx.variant.name})"), BR, *lines]
+    body = [code(localise(found.usage, prefix)), BR, Text(found.summary)]
     if found.details:
         body += [BR, Text(found.details)]
     return body

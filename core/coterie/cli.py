@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from coterie import __version__
-from coterie.config import Config, RoomConfig, load_config
+from coterie.config import Config, load_config
 from coterie.dice import DiceSource, FixedDice, SeededDice, SystemDice
 from coterie.encode import to_plain
 from coterie.errors import ConfigError, UsageError
@@ -41,15 +41,8 @@ def _dice(seed: int | None) -> DiceSource:
     return SeededDice(seed) if seed is not None else SystemDice()
 
 
-def _with_variant(config: Config, variant: str | None) -> Config:
-    if variant is None:
-        return config
-    defaults = config.defaults.model_copy(update={"variant": variant})
-    return config.model_copy(update={"defaults": RoomConfig.model_validate(defaults.model_dump())})
-
-
 def cmd_chat(args: argparse.Namespace) -> int:
-    config = _with_variant(_config(args.config), args.variant)
+    config = _config(args.config)
     app = _app(config, _dice(args.seed))
     settings = dict(config.adapters.get("console", {}))
     if args.user:
@@ -58,11 +51,19 @@ def cmd_chat(args: argparse.Namespace) -> int:
         settings["room"] = args.room
     cls = app.adapter_classes.get("console")
     if cls is None:
-        raise ConfigError("the console adapter is not enabled in plugins.enable")
+        raise ConfigError("plugins.enable: the console adapter plugin is not enabled")
+    if args.variant is not None and args.variant not in app.variants:
+        raise UsageError(
+            f"--variant: there is no rule set {args.variant!r}; "
+            f"installed: {', '.join(sorted(app.variants))}"
+        )
 
     async def main() -> None:
         await app.start()
         try:
+            if args.variant is not None:  # as if the room had said !variant NAME
+                room = f"console:{settings.get('room') or 'table'}"
+                await app.update_room(room, variant=args.variant)
             await cls(app, settings).run()
         finally:
             await app.stop()
@@ -73,6 +74,7 @@ def cmd_chat(args: argparse.Namespace) -> int:
 
 def cmd_run(args: argparse.Namespace) -> int:
     config = _config(args.config)
+    logging.getLogger().setLevel(config.log_level)
     app = _app(config)
     names = config.enabled_adapters()
     if not names:

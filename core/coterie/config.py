@@ -9,8 +9,9 @@ from __future__ import annotations
 import difflib
 import re
 import tomllib
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -33,7 +34,7 @@ def _refuse_secrets(table: Any, where: str) -> None:
         if _SECRET_KEY.search(str(key)):
             raise ValueError(
                 f"{where}.{key}: secrets are never read from the config file; "
-                f"put the environment variable's name in {where}.{key}_env instead"
+                f"put the name of the environment variable that holds it in {key}_env instead"
             )
         _refuse_secrets(item, f"{where}.{key}")
 
@@ -118,17 +119,36 @@ class Config(_Strict):
         return [name for name, table in self.adapters.items() if table.get("enabled", False)]
 
 
+_BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
+_KEYED_MESSAGE = re.compile(r"([A-Za-z0-9_-]+(?:\.[A-Za-z0-9_-]+)*): (.*)", re.DOTALL)
+
+
+def _key_path(parts: Iterable[object]) -> str:
+    """``rooms."console:table".variant``: TOML's dotted-key spelling of a location."""
+    return ".".join(str(part) if _BARE_KEY.fullmatch(str(part)) else f'"{part}"' for part in parts)
+
+
+def _table_model(model: Any, parts: Iterable[object]) -> Any:
+    """The model class of the table at ``parts`` (through ``dict[str, Model]`` fields too)."""
+    for part in parts:
+        fields = getattr(model, "model_fields", None)
+        if fields is not None:
+            model = fields[part].annotation if part in fields else None
+        elif get_origin(model) is dict:
+            model = get_args(model)[1]
+        else:
+            return None
+    return model
+
+
 def _format(error: ValidationError, model: type[BaseModel]) -> str:
     lines: list[str] = []
     for item in error.errors():
-        location = ".".join(str(part) for part in item["loc"]) or "(top level)"
+        location = _key_path(item["loc"]) or "(top level)"
         message = item["msg"]
         if item["type"] == "extra_forbidden":
             message = "unknown key"
-            parent: Any = model
-            for part in item["loc"][:-1]:
-                fields = getattr(parent, "model_fields", {})
-                parent = fields[part].annotation if part in fields else None
+            parent = _table_model(model, item["loc"][:-1])
             known = list(getattr(parent, "model_fields", {}) or {})
             close = difflib.get_close_matches(str(item["loc"][-1]), known, n=1)
             if close:
@@ -137,6 +157,9 @@ def _format(error: ValidationError, model: type[BaseModel]) -> str:
                 message += f" (known keys: {', '.join(known)})"
         elif message.startswith("Value error, "):
             message = message.removeprefix("Value error, ")
+            keyed = _KEYED_MESSAGE.fullmatch(message)
+            if keyed:  # a validator named the key inside a free-form table
+                location, message = f"{location}.{keyed.group(1)}", keyed.group(2)
         lines.append(f"{location}: {message}")
     return "\n".join(lines)
 

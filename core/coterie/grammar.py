@@ -56,6 +56,11 @@ def split_command(text: str, prefixes: Sequence[str]) -> CommandLine | None:
     return CommandLine(prefix=prefix, command=word.lower(), args=args.strip(), comment=comment)
 
 
+def localise(usage: str, prefix: str) -> str:
+    """A usage line written with ``!`` as it reads in a room whose prefix is ``prefix``."""
+    return prefix + usage[1:] if usage.startswith("!") else usage
+
+
 def tokens(args: str) -> list[str]:
     """Whitespace tokens, with ``3 + 4`` joined into ``3+4``."""
     return _JOIN_SIGNS.sub(r"\1", args).split()

@@ -41,6 +41,11 @@ def installed_plugins() -> dict[str, EntryPoint]:
     return {ep.name: ep for ep in entry_points(group=ENTRY_POINT_GROUP)}
 
 
+def _builtin(entry_point: EntryPoint) -> bool:
+    dist = getattr(entry_point, "dist", None)
+    return dist is not None and dist.name == "coterie"
+
+
 class PluginHost:
     """A pluggy manager that loads only enabled plugins and isolates their failures."""
 
@@ -70,6 +75,8 @@ class PluginHost:
                 f"plugins.enable: unknown plugin {', '.join(map(repr, unknown))}; "
                 f"installed plugins: {names}"
             )
+        # coterie's own plugins load first, so their names win over a third party's duplicate
+        wanted.sort(key=lambda name: (not _builtin(available[name]), name))
         for name in wanted:
             try:
                 plugin = available[name].load()
@@ -80,6 +87,7 @@ class PluginHost:
 
     @property
     def plugin_names(self) -> list[str]:
+        """Registered plugins in the order they were registered (built-ins first)."""
         return [name for name, _ in self.pm.list_name_plugin() if name]
 
     def _fail(self, plugin: str, where: str, error: BaseException) -> None:
