@@ -149,7 +149,10 @@ async def test_room_default_difficulty_is_used_by_rolls(make_app, say):
         ({"plugins": {"enable": "revised"}}, "plugins.enable: "),
         ({"log_level": "CHATTY"}, "log_level: "),
         ({"adapters": {"console": "on"}}, "adapters.console: "),
-        ({"adapters": {"console": {"enabled": "yes"}}}, "console.enabled must be true or false"),
+        (
+            {"adapters": {"console": {"enabled": "yes"}}},
+            "adapters.console.enabled: must be true or false",
+        ),
     ],
 )
 def test_errors_name_the_key(data, line):
@@ -261,7 +264,7 @@ def test_example_config_validates_and_builds_an_app(root):
     assert config.plugins.enable == ["revised", "console"]
     assert config.enabled_adapters() == ["console"]
     app = Coterie(config)
-    assert app.host.failures == []
+    assert list(app.host.failures) == []
     assert set(app.variants) == {"revised"}
     assert "console" in app.adapter_classes
 

@@ -14,7 +14,7 @@ from coterie.adapters import Adapter
 from coterie.commands import Command, CommandContext
 from coterie.config import Config
 from coterie.dice import DiceSource, SystemDice
-from coterie.elements import BR, Node, Reply, Text, code
+from coterie.elements import BR, NODE_TYPES, Node, Reply, Text, code, walk
 from coterie.errors import ConfigError, UsageError
 from coterie.grammar import CommandLine, localise, shorten, split_command, suggest
 from coterie.message import Message
@@ -98,11 +98,21 @@ class Coterie:
                 if not isinstance(command, Command):
                     self._bad(plugin, "coterie_commands", f"{command!r} is not a Command")
                     continue
+                clash = next((c for c in self.commands if c.clashes_with(command)), None)
+                if clash is not None:
+                    self._bad(
+                        plugin,
+                        "coterie_commands",
+                        f"command {command.name!r} is taken by plugin {clash.plugin!r}",
+                    )
+                    continue
                 self.commands.append(command if command.plugin else _with_plugin(command, plugin))
         for plugin, classes in self._listed("coterie_adapters"):
             for cls in classes:
                 if not (isinstance(cls, type) and issubclass(cls, Adapter)):
                     self._bad(plugin, "coterie_adapters", f"{cls!r} is not an Adapter class")
+                elif cls.name in self.adapter_classes:
+                    self._bad(plugin, "coterie_adapters", f"adapter {cls.name!r} exists")
                 else:
                     self.adapter_classes[cls.name] = cls
 
@@ -118,6 +128,21 @@ class Coterie:
             if room.variant is not None and room.variant not in self.variants:
                 raise ConfigError(
                     f"{where}.variant: unknown variant {room.variant!r}; installed: {names}"
+                )
+        declared = {rule.name for v in self.variants.values() for rule in v.house_rules}
+        for where, room in tables:
+            for rule in room.house_rules:
+                if rule not in declared:
+                    close = suggest(rule, sorted(declared))
+                    known = f"did you mean {close!r}?" if close else "no rule set declares it"
+                    raise ConfigError(f"{where}.house_rules.{rule}: unknown house rule ({known})")
+            variant = self.variants.get(room.variant or self.config.default_variant)
+            low, high = variant.difficulty_range if variant else (1, 30)
+            value = room.default_difficulty
+            if variant is not None and value is not None and not low <= value <= high:
+                raise ConfigError(
+                    f"{where}.default_difficulty: {value} is outside {variant.name}'s "
+                    f"difficulties {low}-{high}"
                 )
         for name in self.config.enabled_adapters():
             if name not in self.adapter_classes:
@@ -200,7 +225,16 @@ class Coterie:
         return sorted(seen.values(), key=lambda c: c.name)
 
     async def handle(self, message: Message) -> Reply | None:
-        """Answer one message: a :class:`Reply`, or ``None`` when the message is not for the bot."""
+        """Answer one message: a :class:`Reply`, or ``None`` when the message is not for the bot.
+        Every reply, errors included, passes ``coterie_before_reply`` on its way out."""
+        reply = await self._answer(message)
+        if reply is not None:
+            await self.host.call_async(
+                "coterie_before_reply", app=self, message=message, reply=reply
+            )
+        return reply
+
+    async def _answer(self, message: Message) -> Reply | None:
         settings = await self.room_settings(message.room_key)
         limits = self.config.limits
         text = message.text
@@ -231,9 +265,7 @@ class Coterie:
                 usage=localise(command.usage, settings.prefix),
             )
         context = CommandContext(self, message, line, settings, variant, self.dice)
-        reply = await self._run(command, context)
-        await self.host.call_async("coterie_before_reply", app=self, message=message, reply=reply)
-        return reply
+        return await self._run(command, context)
 
     def _unknown_command(self, line: CommandLine, settings: RoomSettings) -> Reply:
         names = [name for c in self.room_commands(settings.variant) for name in c.names]
@@ -252,6 +284,11 @@ class Coterie:
             result = command.handler(context)
             if inspect.isawaitable(result):
                 result = await result
+            reply = result if isinstance(result, Reply) else Reply(list(result))
+            reply.body = [Text(node) if isinstance(node, str) else node for node in reply.body]
+            for node in walk(reply.body):
+                if not isinstance(node, NODE_TYPES):
+                    raise TypeError(f"a reply may hold only elements, not {node!r}")
         except UsageError as error:
             usage = localise(error.usage or command.usage, context.settings.prefix)
             return error_reply(error.message, usage=usage, hint=error.hint)
@@ -265,11 +302,9 @@ class Coterie:
             )
             return error_reply(
                 f"something went wrong while running `{context.settings.prefix}{command.name}` "
-                f"(incident {incident}); nothing was changed. The bot keeps working."
+                f"(incident {incident}). The bot keeps working."
             )
-        if isinstance(result, Reply):
-            return result
-        return Reply(list(result))
+        return reply
 
 
 def _with_plugin(command: Command, plugin: str) -> Command:

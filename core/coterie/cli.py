@@ -127,9 +127,10 @@ def cmd_config_check(args: argparse.Namespace) -> int:
     problems = app.host.failures
     for failure in problems:
         sys.stderr.write(f"plugin {failure.plugin}: {failure.where}: {failure.error}\n")
+    verdict = f"{len(problems)} plugin problem(s)" if problems else "OK"
     sys.stdout.write(
-        f"{path or '(built-in defaults)'}: OK — rule sets: {', '.join(sorted(app.variants))}; "
-        f"default: {config.default_variant}; adapters: "
+        f"{path or '(built-in defaults)'}: {verdict} — rule sets: "
+        f"{', '.join(sorted(app.variants))}; default: {config.default_variant}; adapters: "
         f"{', '.join(config.enabled_adapters()) or 'none'}\n"
     )
     return 1 if problems else 0

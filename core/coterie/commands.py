@@ -84,3 +84,12 @@ class Command:
 
     def available_in(self, variant: str) -> bool:
         return not self.variants or variant in self.variants
+
+    def clashes_with(self, other: Command) -> bool:
+        """Both would answer the same word in the same room. (A command restricted to some rule
+        sets may reuse the name of an unrestricted one: it takes over in those rooms.)"""
+        if not set(self.names) & set(other.names):
+            return False
+        if not self.variants or not other.variants:
+            return not self.variants and not other.variants
+        return bool(set(self.variants) & set(other.variants))

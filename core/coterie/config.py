@@ -107,7 +107,7 @@ class Config(_Strict):
                 raise ValueError(f"[adapters.{name}] must be a table")
             enabled = table.get("enabled", False)
             if not isinstance(enabled, bool):
-                raise ValueError(f"{name}.enabled must be true or false")
+                raise ValueError(f"{name}.enabled: must be true or false")
             _refuse_secrets(table, name)
         return value
 

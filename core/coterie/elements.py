@@ -93,6 +93,8 @@ class Actions:
 
 
 Node = Text | Bold | Italic | Strike | Code | LineBreak | Die | Image | Actions
+#: the element classes, for ``isinstance`` checks
+NODE_TYPES = (Text, Bold, Italic, Strike, Code, LineBreak, Die, Image, Actions)
 
 
 def _nodes(parts: Iterable[Node | str]) -> tuple[Node, ...]:

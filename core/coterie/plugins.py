@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
+from collections import Counter, deque
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from importlib.metadata import EntryPoint, entry_points
@@ -25,6 +26,8 @@ log = logging.getLogger("coterie.plugins")
 ENTRY_POINT_GROUP = "coterie"
 #: how long an awaitable returned by a hook may run before it is abandoned
 HOOK_TIMEOUT = 10.0
+#: how many recent failures ``PluginHost.failures`` keeps
+MAX_FAILURES_KEPT = 200
 
 
 @dataclass(frozen=True)
@@ -52,7 +55,10 @@ class PluginHost:
     def __init__(self) -> None:
         self.pm = pluggy.PluginManager("coterie")
         self.pm.add_hookspecs(hookspecs)
-        self.failures: list[PluginFailure] = []
+        #: the most recent failures (bounded: a hook failing on every roll must not grow memory)
+        self.failures: deque[PluginFailure] = deque(maxlen=MAX_FAILURES_KEPT)
+        #: failures per plugin since start
+        self.failure_counts: Counter[str] = Counter()
         from coterie import builtins
 
         self.pm.register(builtins, name="coterie.builtins")
@@ -63,6 +69,16 @@ class PluginHost:
             self.pm.register(plugin, name=name)
         except Exception as error:  # pluggy validates hook signatures here
             self._fail(name, "register", error)
+            return
+        wrappers = [
+            impl.function.__name__
+            for caller in self.pm.get_hookcallers(plugin) or []
+            for impl in caller.get_hookimpls()
+            if impl.plugin is plugin and (impl.hookwrapper or impl.wrapper)
+        ]
+        if wrappers:  # core calls implementations one by one, so a wrapper would never wrap
+            self.pm.unregister(plugin)
+            self._fail(name, "register", TypeError(f"hook wrappers are not supported: {wrappers}"))
 
     def load(self, enable: Sequence[str]) -> None:
         """Import and register the enabled entry points (``"*"`` enables every installed one)."""
@@ -93,6 +109,7 @@ class PluginHost:
     def _fail(self, plugin: str, where: str, error: BaseException) -> None:
         message = f"{type(error).__name__}: {error}"
         self.failures.append(PluginFailure(plugin, where, message))
+        self.failure_counts[plugin] += 1
         log.error("plugin %s failed in %s: %s", plugin, where, message, exc_info=error)
 
     def _impls(self, hook: str) -> Iterable[pluggy.HookImpl]:

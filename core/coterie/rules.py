@@ -20,7 +20,7 @@ from coterie.grammar import Grammar, Parsed
 
 @dataclass(frozen=True)
 class HouseRule:
-    """A per-room toggle a variant declares (``!set`` changes it in the state issue's commands)."""
+    """A per-room toggle a variant declares; set in the config's ``house_rules`` tables."""
 
     name: str
     default: bool | int
@@ -101,8 +101,10 @@ class Variant(ABC, Generic[RequestT, OutcomeT]):
     title: ClassVar[str]
     #: die sides (10 for d10)
     sides: ClassVar[int] = 10
-    #: difficulty used when the roll names none
+    #: difficulty used when the roll and the room name none
     default_difficulty: ClassVar[int | None] = None
+    #: the lowest and highest difficulty this rule set accepts
+    difficulty_range: ClassVar[tuple[int, int]] = (2, 10)
     #: one line for listings
     summary: ClassVar[str] = ""
     #: the ``!roll`` grammar
@@ -130,6 +132,15 @@ class Variant(ABC, Generic[RequestT, OutcomeT]):
     async def settle(self, outcome: OutcomeT, context: RollContext) -> OutcomeT:
         """Apply rules that need room state (e.g. a free first botch); default: unchanged."""
         return outcome
+
+    def room_difficulty(self, settings: RoomSettings) -> int | None:
+        """The room's default difficulty when it fits this rule set, else the rule set's own
+        (a room that switched rule sets may carry a default meant for another one)."""
+        low, high = self.difficulty_range
+        value = settings.default_difficulty
+        if value is not None and low <= value <= high:
+            return value
+        return self.default_difficulty
 
     def help(self) -> list[Node]:
         """The ``!help roll`` text for this variant."""

@@ -247,6 +247,7 @@ class RevisedVariant(Variant[RevisedRequest, RevisedOutcome]):
     title = "Vampire: the Masquerade, Revised"
     sides = 10
     default_difficulty = rules.DEFAULT_DIFFICULTY
+    difficulty_range = (rules.MIN_DIFFICULTY, rules.MAX_DIFFICULTY)
     summary = (
         "d10 pool against a difficulty (default 6); 10s always succeed, each 1 cancels a success; "
         "no success and a 1 is a botch."
@@ -256,8 +257,7 @@ class RevisedVariant(Variant[RevisedRequest, RevisedOutcome]):
 
     def build(self, parsed: Parsed, settings: RoomSettings) -> RevisedRequest:
         house = {rule.name: settings.rule(self, rule.name) for rule in self.house_rules}
-        default = settings.default_difficulty or rules.DEFAULT_DIFFICULTY
-        default = min(max(default, rules.MIN_DIFFICULTY), rules.MAX_DIFFICULTY)
+        default = self.room_difficulty(settings) or rules.DEFAULT_DIFFICULTY
         actions = parsed.int("multi") or 1
         action = parsed.int("action")
         if action is not None and actions == 1:
