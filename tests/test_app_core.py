@@ -3,6 +3,8 @@ handler results, bounded failure records."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from coterie import hookimpl
@@ -10,12 +12,14 @@ from coterie.adapters import Adapter
 from coterie.app import Coterie
 from coterie.commands import Command
 from coterie.config import Config
-from coterie.elements import Bold, Reply, Text
+from coterie.dice import FixedDice
+from coterie.elements import BR, Bold, Node, Reply, Text
 from coterie.encode import to_plain
 from coterie.errors import ConfigError
+from coterie.grammar import Grammar, Positional
 from coterie.message import Message
 from coterie.plugins import MAX_FAILURES_KEPT, PluginHost
-from coterie.rules import RoomSettings
+from coterie.rules import Outcome, RoomSettings, Variant
 from coterie_revised import RevisedVariant
 
 
@@ -184,3 +188,68 @@ def test_hook_wrappers_are_refused_at_registration() -> None:
     [failure] = app.host.failures
     assert failure.where == "register" and "hook wrappers are not supported" in failure.error
     assert "test-plugin-0" not in app.host.plugin_names
+
+
+class Coin(Variant[int, "CoinOutcome"]):
+    """A toy rule set to exercise the core extension points."""
+
+    name = "coin"
+    title = "Coin"
+    sides = 2
+    grammar = Grammar(usage="!roll N", positionals=(Positional("pool", "coins", kind="pool"),))
+    extra_prefixes = ("?",)
+
+    def build(self, parsed, settings):  # type: ignore[no-untyped-def]
+        pool = parsed.pool()
+        return pool.total if pool else 1
+
+    def dice_count(self, request: int) -> int:
+        return request
+
+    def evaluate(self, request: int, faces):  # type: ignore[no-untyped-def]
+        return CoinOutcome(tuple(faces))
+
+    def compose(self, outcomes, who, comment):  # type: ignore[no-untyped-def]
+        return [Text(f"# {sum(o.successes for o in outcomes)}"), BR, Text(f"by {who}")]
+
+
+class CoinOutcome(Outcome):
+    variant = "coin"
+    outcome = "done"
+    degree = None
+
+    def __init__(self, faces: tuple[int, ...]) -> None:
+        self.faces = faces
+        self.successes = faces.count(2)
+
+    def render(self) -> list[Node]:
+        return [Text(" ".join(map(str, self.faces)))]
+
+
+class CoinPlugin:
+    @hookimpl
+    def coterie_variants(self) -> list[Variant[Any, Any]]:
+        return [Coin()]
+
+
+def coin_app() -> Coterie:
+    host = PluginHost()
+    host.load(["revised"])
+    host.register(CoinPlugin(), "coin")
+    config = Config.model_validate({"rooms": {"test:r": {"variant": "coin"}}})
+    return Coterie(config, host=host, dice=FixedDice([2, 1, 2, 2, 2, 2]))
+
+
+async def test_a_rule_set_can_add_a_prefix_and_lay_out_its_reply() -> None:
+    app = coin_app()
+    assert to_plain((await ask(app, "?roll 3")).body) == "# 2\nby u"
+    assert to_plain((await ask(app, "!roll 1")).body) == "# 1\nby u"
+    other_room = Message(platform="test", room="elsewhere", user="u", text="?roll 3")
+    assert await app.handle(other_room) is None  # "?" only works in rooms on that rule set
+
+
+async def test_team_in_a_rule_set_without_teamwork_is_a_friendly_error() -> None:
+    app = coin_app()
+    reply = await ask(app, "!team 1; 1")
+    assert reply.is_error and "the coin rules have no teamwork" in to_plain(reply.body)
+    assert app.dice.remaining == 6  # type: ignore[attr-defined]

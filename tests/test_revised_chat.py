@@ -104,3 +104,12 @@ async def test_help_roll_lists_every_option() -> None:
     for word in ("wp", "auto", "multi N", "action K", "retry N", "ext TARGET", "progress P", "vs"):
         assert word in text
     assert "7 Challenging" in text and "5 Phenomenal" in text
+
+
+async def test_team_refuses_members_that_do_not_roll_a_plain_pool() -> None:
+    app = app_with([])
+    for text in ("!team 7 6 auto; 3 6", "!team 5 6 vs 3; 3 6", "!team 5 6"):
+        reply = await say(app, text)
+        assert reply.is_error, text
+    assert "plain pools" in to_plain((await say(app, "!team 5 6 ext 9; 3 6")).body)
+    assert "at least 2 rolls" in to_plain((await say(app, "!team 5 6")).body)

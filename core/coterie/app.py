@@ -238,8 +238,9 @@ class Coterie:
         settings = await self.room_settings(message.room_key)
         limits = self.config.limits
         text = message.text
-        prefixes = [settings.prefix]
-        if message.addressed and not text.lstrip().startswith(settings.prefix):
+        variant = self.variants[settings.variant]
+        prefixes = [settings.prefix, *variant.extra_prefixes]
+        if message.addressed and not text.lstrip().startswith(tuple(prefixes)):
             text = settings.prefix + text.lstrip()
         if not text.lstrip().startswith(tuple(prefixes)):
             return None
@@ -248,7 +249,6 @@ class Coterie:
         line = split_command(text[:200] if too_long else text, prefixes)
         if line is None:
             return None
-        variant = self.variants[settings.variant]
         command = self.find_command(line.command, variant.name)
         if too_long:
             return error_reply(

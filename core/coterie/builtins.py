@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from coterie.app import new_roll_id
 from coterie.commands import Command, CommandContext
 from coterie.elements import BR, Code, Node, Reply, Text, bold, code, italic
 from coterie.errors import UsageError
@@ -13,14 +14,17 @@ from coterie.hookimpl import hookimpl
 ROLL_USAGE = "!roll POOL [DIFFICULTY] [options] [# comment]"
 
 
-async def roll(ctx: CommandContext) -> Reply:
-    """Parse every ``;``-separated roll first, so nothing is rolled when any of them is wrong."""
+def parse_requests(ctx: CommandContext, *, minimum: int = 1) -> list[Any]:
+    """Every ``;``-separated roll of the message, parsed and checked against the limits before
+    anything is rolled: one bad roll means none is rolled."""
     variant = ctx.variant
     limits = ctx.app.config.limits
     usage = variant.grammar.usage  # written with "!"; the app localises usage lines
     segments = ctx.args.split(";")
     if not ctx.args.strip():
         raise UsageError("what should I roll? Give at least a dice pool.", usage=usage)
+    if len(segments) < minimum:
+        raise UsageError(f"give at least {minimum} rolls separated by `;`", usage=usage)
     if len(segments) > limits.max_rolls_per_message:
         raise UsageError(
             f"that is {len(segments)} rolls in one message; at most "
@@ -45,18 +49,28 @@ async def roll(ctx: CommandContext) -> Reply:
                 f"that is {count} dice; a roll may have at most {limits.max_dice}", usage=usage
             )
         requests.append(request)
+    return requests
+
+
+async def roll(ctx: CommandContext) -> Reply:
+    requests = parse_requests(ctx)
+    outcomes = [await ctx.roll(request) for request in requests]
+    body = ctx.variant.compose(outcomes, ctx.message.display_name, ctx.line.comment)
+    return Reply(body, meta={"roll_id": new_roll_id(), "variant": ctx.variant.name})
+
+
+async def team(ctx: CommandContext) -> Reply:
+    """Teamwork: each member rolls separately; the rule set adds up the result."""
+    requests = parse_requests(ctx, minimum=2)
+    ctx.variant.check_team(requests)
+    outcomes = [await ctx.roll(request) for request in requests]
     body: list[Node] = [bold(ctx.message.display_name)]
     if ctx.line.comment:
         body += [Text(" — "), italic(ctx.line.comment)]
-    body.append(BR)
-    for index, request in enumerate(requests):
-        outcome = await ctx.roll(request)
-        if index:
-            body.append(BR)
-        body.extend(outcome.render())
-    from coterie.app import new_roll_id
-
-    return Reply(body, meta={"roll_id": new_roll_id(), "variant": variant.name})
+    for number, outcome in enumerate(outcomes, start=1):
+        body += [BR, Text(f"Member {number}: "), *outcome.render()]
+    body += [BR, *ctx.variant.team(outcomes)]
+    return Reply(body, meta={"roll_id": new_roll_id(), "variant": ctx.variant.name})
 
 
 def help_command(ctx: CommandContext) -> list[Node]:
@@ -121,6 +135,13 @@ def coterie_commands() -> list[Command]:
             usage=ROLL_USAGE,
             handler=roll,
             details="Several rolls in one message are separated by `;`.",
+        ),
+        Command(
+            name="team",
+            summary="teamwork: several characters roll separately, per the room's rules",
+            usage="!team POOL [DIFFICULTY] [options]; POOL [DIFFICULTY] [options]; ...",
+            handler=team,
+            details="Each roll between `;` is one member's own pool; pools are never merged.",
         ),
         Command(
             name="help",

@@ -111,6 +111,8 @@ class Variant(ABC, Generic[RequestT, OutcomeT]):
     grammar: ClassVar[Grammar]
     #: per-room toggles with defaults
     house_rules: ClassVar[tuple[HouseRule, ...]] = ()
+    #: command prefixes that also work in rooms on this rule set, besides the room's own
+    extra_prefixes: ClassVar[tuple[str, ...]] = ()
 
     @abstractmethod
     def build(self, parsed: Parsed, settings: RoomSettings) -> RequestT:
@@ -132,6 +134,30 @@ class Variant(ABC, Generic[RequestT, OutcomeT]):
     async def settle(self, outcome: OutcomeT, context: RollContext) -> OutcomeT:
         """Apply rules that need room state (e.g. a free first botch); default: unchanged."""
         return outcome
+
+    def compose(self, outcomes: Sequence[OutcomeT], who: str, comment: str | None) -> list[Node]:
+        """The whole reply to a roll command. By default: the roller's name and comment on the
+        first line, then each outcome. A rule set whose players expect another layout overrides
+        it."""
+        from coterie.elements import BR, Text, bold, italic
+
+        body: list[Node] = [bold(who)]
+        if comment:
+            body += [Text(" — "), italic(comment)]
+        for outcome in outcomes:
+            body += [BR, *outcome.render()]
+        return body
+
+    def check_team(self, requests: Sequence[RequestT]) -> None:
+        """Raise ``UsageError`` unless ``!team`` can roll these members' requests (called before
+        anything is rolled). By default a rule set has no teamwork of separate rolls."""
+        from coterie.errors import UsageError
+
+        raise UsageError(f"the {self.name} rules have no teamwork of separate rolls")
+
+    def team(self, outcomes: Sequence[OutcomeT]) -> list[Node]:
+        """The teamwork line for the members' rolled outcomes (after :meth:`check_team`)."""
+        return []
 
     def room_difficulty(self, settings: RoomSettings) -> int | None:
         """The room's default difficulty when it fits this rule set, else the rule set's own

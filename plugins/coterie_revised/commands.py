@@ -1,4 +1,4 @@
-"""``!team`` and ``!multi``: the revised rules for several rolls in one message."""
+"""``!multi``: the revised multiple-actions schedule for several rolls in one message."""
 
 from __future__ import annotations
 
@@ -6,15 +6,9 @@ from coterie.commands import Command, CommandContext
 from coterie.elements import BR, Node, Reply, Text, bold
 from coterie.errors import UsageError
 from coterie.grammar import Grammar, parse, tokens
+from coterie.pools import POOL, WILLPOWER
 from coterie_revised import rules
-from coterie_revised.variant import (
-    DIFFICULTY,
-    POOL,
-    WILLPOWER,
-    RevisedOutcome,
-    RevisedVariant,
-    render,
-)
+from coterie_revised.variant import DIFFICULTY, RevisedOutcome, RevisedVariant, render
 
 SEGMENT = Grammar(
     usage="POOL [DIFFICULTY] [wp]",
@@ -22,7 +16,6 @@ SEGMENT = Grammar(
     options=(WILLPOWER,),
     named_traits=rules.TEN_POINT_TRAITS,
 )
-TEAM_USAGE = "!team POOL [DIFFICULTY] [wp]; POOL [DIFFICULTY] [wp]; ... [# comment]"
 MULTI_USAGE = "!multi POOL [DIFFICULTY] [wp]; POOL [DIFFICULTY] [wp]; ... [# comment]"
 
 
@@ -47,31 +40,6 @@ def _variant(ctx: CommandContext) -> RevisedVariant:
     variant = ctx.variant
     assert isinstance(variant, RevisedVariant)
     return variant
-
-
-async def team(ctx: CommandContext) -> Reply:
-    """Teamwork: each member rolls separately and the successes are added."""
-    variant = _variant(ctx)
-    requests = []
-    for words in _segments(ctx, TEAM_USAGE, 2):
-        parsed = parse(words, SEGMENT, max_options=ctx.app.config.limits.max_options)
-        requests.append(variant.build(parsed, ctx.settings))
-    total = sum(variant.dice_count(r) for r in requests)
-    if total > ctx.app.config.limits.max_dice:
-        raise UsageError(f"that is {total} dice; at most {ctx.app.config.limits.max_dice}")
-    body = _header(ctx)
-    rolls = []
-    for number, request in enumerate(requests, start=1):
-        outcome = await ctx.roll(request)
-        assert isinstance(outcome, RevisedOutcome) and outcome.actor is not None
-        rolls.append(outcome.actor)
-        body += [Text(f"Member {number}: ")] + render(outcome) + [BR]
-    result = rules.teamwork(rolls)
-    body += [Text("Teamwork: "), bold(f"{result.total} successes")]
-    if result.botched:
-        members = [str(i) for i, botched in enumerate(result.botches, start=1) if botched]
-        body += [Text(f" — but member {', '.join(members)} botched, which may spoil it for all")]
-    return Reply(body, meta={"variant": variant.name})
 
 
 async def multi(ctx: CommandContext) -> Reply:
@@ -100,13 +68,6 @@ async def multi(ctx: CommandContext) -> Reply:
 
 
 COMMANDS = [
-    Command(
-        name="team",
-        summary="teamwork: several characters roll separately and add their successes",
-        usage=TEAM_USAGE,
-        handler=team,
-        variants=("revised",),
-    ),
     Command(
         name="multi",
         summary="multiple actions in one turn: each pool loses dice by the schedule",

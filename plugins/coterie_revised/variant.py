@@ -6,36 +6,22 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from coterie import d10
-from coterie.elements import BR, Die, Node, Text, bold, code, dice, italic
+from coterie import d10, pools
+from coterie.elements import BR, Node, Text, bold, code, italic
 from coterie.errors import UsageError
-from coterie.grammar import Grammar, Option, Parsed, Pool, Positional
+from coterie.grammar import Grammar, Option, Parsed, Pool
+from coterie.pools import POOL, WILLPOWER, difficulty_option, difficulty_slot, plural
 from coterie.rules import HouseRule, Outcome, RollContext, RoomSettings, Variant
 from coterie_revised import rules
 
-POOL = Positional("pool", "dice pool, e.g. 7 or 3+4", kind="pool", required=True)
-DIFFICULTY = Positional(
-    "difficulty",
-    "difficulty 2-10 (default 6)",
-    minimum=rules.MIN_DIFFICULTY,
-    maximum=rules.MAX_DIFFICULTY,
-)
-WILLPOWER = Option("wp", "flag", "spend a Willpower point: one automatic success", key="willpower")
+DIFFICULTY = difficulty_slot(rules.MIN_DIFFICULTY, rules.MAX_DIFFICULTY, rules.DEFAULT_DIFFICULTY)
 
 GRAMMAR = Grammar(
     usage="!roll POOL [DIFFICULTY] [wp] [auto] [multi N [action K]] [retry N] "
     "[ext TARGET [progress P]] [vs POOL [DIFFICULTY] [wp]] [# comment]",
     positionals=(POOL, DIFFICULTY),
     options=(
-        Option(
-            "diff",
-            "int",
-            "difficulty, as a keyword",
-            key="difficulty",
-            minimum=rules.MIN_DIFFICULTY,
-            maximum=rules.MAX_DIFFICULTY,
-            compact=True,
-        ),
+        difficulty_option(rules.MIN_DIFFICULTY, rules.MAX_DIFFICULTY),
         WILLPOWER,
         Option("auto", "flag", "take an automatic (marginal) success instead of rolling"),
         Option(
@@ -347,6 +333,27 @@ class RevisedVariant(Variant[RevisedRequest, RevisedOutcome]):
             await context.state.set(key, used_after)
         return outcome if counts else replace(outcome, free_botch=True)
 
+    def check_team(self, requests: Sequence[RevisedRequest]) -> None:
+        """Teamwork members each roll a plain pool of their own."""
+        for request in requests:
+            if request.automatic or request.versus or request.target or request.actions > 1:
+                raise UsageError(
+                    "teamwork members roll plain pools (no `auto`, `vs`, `ext` or `multi`)"
+                )
+
+    def team(self, outcomes: Sequence[RevisedOutcome]) -> list[Node]:
+        rolls = [outcome.actor for outcome in outcomes if outcome.actor is not None]
+        result = rules.teamwork(rolls)
+        line: list[Node] = [Text("Teamwork: "), bold(plural(result.total, "success"))]
+        if result.total:
+            line.append(Text(f" ({rules.degree(result.total)})"))
+        if result.botched:
+            members = [str(i) for i, botched in enumerate(result.botches, start=1) if botched]
+            line.append(
+                Text(f" — but member {', '.join(members)} botched, which may spoil it for all")
+            )
+        return line
+
     def help(self) -> list[Node]:
         body: list[Node] = [code(GRAMMAR.usage), BR, Text(self.summary), BR]
         body += [
@@ -386,28 +393,15 @@ def _side(
     multi: tuple[int, int] = (1, 1),
 ) -> Side:
     written = parsed.pool()
-    if written is None:
-        raise UsageError("the dice pool is missing")
-    traits = written.added
-    if len(traits) > rules.MAX_TRAITS_IN_POOL:
-        raise UsageError(
-            f"`{written}` adds {len(traits)} Traits; a dice pool adds at most two "
-            "(an Attribute and an Ability). Subtract penalties with `-N`."
-        )
-    ten_point = [t.trait for t in traits if t.trait in rules.TEN_POINT_TRAITS]
-    if ten_point and len(traits) > 1:
-        raise UsageError(f"{ten_point[0].title()} is rated up to 10 and is rolled alone")
-    if ten_point and traits[0].dice > 10:
-        raise UsageError(f"{ten_point[0].title()} is rated from 0 to 10, not {traits[0].dice}")
-    pool = written.total - penalty
-    if pool <= 0:
-        if penalty:
-            actions, action = multi
-            raise UsageError(
-                f"action {action} of {actions} loses {penalty} dice, leaving {pool}: "
-                "this action cannot be attempted"
-            )
-        raise UsageError(f"a pool of {written.total} dice can't be rolled; it needs at least 1")
+    actions, action = multi
+    pool = pools.checked_pool(
+        written,
+        max_traits=rules.MAX_TRAITS_IN_POOL,
+        ten_point_traits=rules.TEN_POINT_TRAITS,
+        penalty=penalty,
+        penalty_reason=f"action {action} of {actions}",
+    )
+    assert written is not None
     base = parsed.int("difficulty") or default_difficulty
     difficulty = rules.retry_difficulty(base, retry)
     if difficulty > rules.MAX_DIFFICULTY:
@@ -422,28 +416,22 @@ def _side(
 
 
 def _faces(roll: rules.PoolRoll) -> list[Node]:
-    return dice([Die(face, role) for face, role in zip(roll.faces, roll.roles, strict=True)])
-
-
-def _plural(n: int, word: str) -> str:
-    if word == "dice":
-        return f"{n} {'die' if n == 1 else 'dice'}"
-    return f"{n} {word}{'' if n == 1 else 'es' if word.endswith('s') else 's'}"
+    return pools.face_nodes(roll.faces, roll.roles)
 
 
 def _result_line(roll: rules.PoolRoll, free_botch: bool = False) -> list[Node]:
     if roll.botch and not free_botch:
-        return [bold("Botch!"), Text(f" No success and {_plural(roll.ones, 'one')}.")]
+        return [bold("Botch!"), Text(f" No success and {plural(roll.ones, 'one')}.")]
     parts: list[Node] = []
     if roll.net > 0:
         label = rules.degree(roll.net)
-        parts += [bold(_plural(roll.net, "success")), Text(f" — {label}")]
+        parts += [bold(plural(roll.net, "success")), Text(f" — {label}")]
     else:
         parts += [bold("Failure")]
     details: list[str] = []
     if roll.ones and roll.rolled:
         cancelled = min(roll.ones, roll.rolled)
-        details.append(f"{_plural(roll.ones, 'one')} cancelled {cancelled} of {roll.rolled}")
+        details.append(f"{plural(roll.ones, 'one')} cancelled {cancelled} of {roll.rolled}")
     if roll.willpower:
         details.append("+1 from Willpower")
     if details:
@@ -454,11 +442,11 @@ def _result_line(roll: rules.PoolRoll, free_botch: bool = False) -> list[Node]:
 
 
 def _setup(side: Side, request: RevisedRequest, label: str | None = None) -> list[Node]:
-    bits = [_plural(side.pool, "dice")]
+    bits = [plural(side.pool, "dice")]
     if request.actions > 1 and label is None:
         penalty = rules.multiple_action_penalty(request.actions, request.action)
         bits = [
-            f"{side.written} − {penalty} = {_plural(side.pool, 'dice')} "
+            f"{side.written} − {penalty} = {plural(side.pool, 'dice')} "
             f"(action {request.action} of {request.actions})"
         ]
     bits.append(f"difficulty {side.difficulty} ({rules.DIFFICULTY_LABELS[side.difficulty]})")
@@ -513,9 +501,9 @@ def _resisted_line(outcome: RevisedOutcome) -> list[Node]:
     if resisted.winner == "actor":
         return [
             Text("Resisted: you win with "),
-            bold(_plural(resisted.net, "success")),
+            bold(plural(resisted.net, "success")),
             Text(f" ({rules.degree(resisted.net)})"),
         ]
     if resisted.winner == "opponent":
-        return [Text("Resisted: the opposition wins by "), bold(_plural(resisted.net, "success"))]
+        return [Text("Resisted: the opposition wins by "), bold(plural(resisted.net, "success"))]
     return [Text("Resisted: a standoff — neither side gets through")]
