@@ -28,7 +28,7 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check .
 
 typecheck: $(STAMP)
-	$(BIN)/mypy core/coterie adapters/coterie_console plugins/coterie_revised
+	$(BIN)/mypy core/coterie adapters/coterie_* plugins/coterie_*
 
 unit: $(STAMP)
 	$(BIN)/pytest -q

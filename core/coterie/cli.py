@@ -255,6 +255,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ConfigError as error:
         sys.stderr.write(f"coterie: {error}\n")
         return EXIT_CONFIG
+    except BrokenPipeError:  # e.g. `coterie plugins | head`: the reader left, nothing to say
+        sys.stderr.close()
+        return 0
     return code
 
 
