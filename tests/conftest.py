@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import settings
 
 from coterie.app import Coterie
 from coterie.config import Config, parse_config
@@ -25,6 +26,12 @@ from coterie.dice import DiceSource, FixedDice, SeededDice
 from coterie.elements import Reply
 from coterie.encode import to_plain
 from coterie.message import Message
+
+# Property tests: no per-example deadline (CI machines are slow and shared), a bounded example
+# count so the suite stays fast, and a fixed derandomised run in CI for reproducible failures.
+settings.register_profile("coterie", deadline=None, max_examples=100)
+settings.register_profile("ci", deadline=None, max_examples=100, derandomize=True)
+settings.load_profile("ci" if os.environ.get("CI") else "coterie")
 
 ROOT = Path(__file__).resolve().parents[1]
 
