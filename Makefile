@@ -12,7 +12,7 @@ $(BIN)/python:
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
 $(STAMP): $(BIN)/python pyproject.toml examples/coterie-house-rules/pyproject.toml
-	$(BIN)/pip install --quiet -e ".[test,lint]"
+	$(BIN)/pip install --quiet -e ".[test,lint,slack]"
 	$(BIN)/pip install --quiet -e examples/coterie-house-rules
 	touch $(STAMP)
 

@@ -1,0 +1,11 @@
+"""The Slack adapter (slack-bolt): Socket Mode and HTTP Events API (see docs/platforms/slack.md)."""
+
+from __future__ import annotations
+
+from coterie import hookimpl
+from coterie.adapters import Adapter
+
+
+@hookimpl
+def coterie_adapters() -> list[type[Adapter]]:
+    return []
