@@ -1,13 +1,25 @@
-"""The ``crossover`` rule set: the crossover World of Darkness chronicle (shared/seeds/004_2bcbd9c2ecee7c36.txt; see docs/rules/crossover.md)."""
+"""The ``crossover`` rule set: a home-brew crossover World of Darkness chronicle
+(shared/seeds/004_2bcbd9c2ecee7c36.txt; see docs/rules/crossover.md)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from coterie import hookimpl
+from coterie.commands import Command
 from coterie.rules import Variant
+from coterie_crossover.variant import CrossoverOutcome, CrossoverRequest, CrossoverVariant
+
+__all__ = ["CrossoverOutcome", "CrossoverRequest", "CrossoverVariant"]
 
 
 @hookimpl
 def coterie_variants() -> list[Variant[Any, Any]]:
-    return []
+    return [CrossoverVariant()]
+
+
+@hookimpl
+def coterie_commands() -> list[Command]:
+    from coterie_crossover.commands import COMMANDS
+
+    return list(COMMANDS)

@@ -1,13 +1,25 @@
-"""The ``laia`` rule set: the LAIA community's V20 house rules (shared/seeds/003_612eda57cd93bf24.txt; see docs/rules/laia.md)."""
+"""The ``laia`` rule set: the V20 house rules of the LAIA community and its ``?throw`` command
+(shared/seeds/003_612eda57cd93bf24.txt; see docs/rules/laia.md)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from coterie import hookimpl
+from coterie.commands import Command
 from coterie.rules import Variant
+from coterie_laia.variant import LaiaOutcome, LaiaRequest, LaiaVariant
+
+__all__ = ["LaiaOutcome", "LaiaRequest", "LaiaVariant"]
 
 
 @hookimpl
 def coterie_variants() -> list[Variant[Any, Any]]:
-    return []
+    return [LaiaVariant()]
+
+
+@hookimpl
+def coterie_commands() -> list[Command]:
+    from coterie_laia.commands import COMMANDS
+
+    return list(COMMANDS)

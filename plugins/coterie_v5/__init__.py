@@ -1,13 +1,25 @@
-"""The ``v5`` rule set: Vampire: the Masquerade 5th edition (shared/seeds/002_c21c8b91aa38e6d9.txt; see docs/rules/v5.md)."""
+"""The ``v5`` rule set: Vampire: the Masquerade 5th edition (shared/seeds/002_c21c8b91aa38e6d9.txt;
+see docs/rules/v5.md)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from coterie import hookimpl
+from coterie.commands import Command
 from coterie.rules import Variant
+from coterie_v5.variant import RouseOutcome, V5Outcome, V5Request, V5Variant
+
+__all__ = ["RouseOutcome", "V5Outcome", "V5Request", "V5Variant"]
 
 
 @hookimpl
 def coterie_variants() -> list[Variant[Any, Any]]:
-    return []
+    return [V5Variant()]
+
+
+@hookimpl
+def coterie_commands() -> list[Command]:
+    from coterie_v5.commands import COMMANDS
+
+    return list(COMMANDS)

@@ -1,0 +1,211 @@
+"""``!contest`` and ``!initiative``: the d6 commands besides ``!roll``."""
+
+from __future__ import annotations
+
+from coterie.commands import Command, CommandContext
+from coterie.elements import Reply
+from coterie.errors import UsageError
+from coterie.grammar import Grammar, Option, Parsed, Positional, parse, shorten, tokens
+from coterie_d6 import rules
+from coterie_d6.variant import (
+    DIFF,
+    DIFFICULTY,
+    NEED,
+    POOL,
+    SEESAW,
+    VERSUS,
+    D6Outcome,
+    D6Request,
+    D6Variant,
+    InitiativeRequest,
+)
+
+CONTEST_USAGE = "!contest POOL [DIFFICULTY] vs POOL [to N] [# comment]"
+#: ``need`` is known here only to be refused with the contest's own explanation
+CONTEST_GRAMMAR = Grammar(
+    usage=CONTEST_USAGE,
+    positionals=(POOL, DIFFICULTY),
+    options=(DIFF, SEESAW, NEED),
+    versus=VERSUS,
+    named_traits=rules.TRAITS,
+)
+
+INITIATIVE_USAGE = (
+    "!initiative NAME: P4 M3 [hunter] [celerity | advanced]; NAME: P4 M1 ... [# comment]"
+)
+INITIATIVE_GRAMMAR = Grammar(
+    usage=INITIATIVE_USAGE,
+    positionals=(
+        Positional("physical", "Physical rating", minimum=0),
+        Positional("mental", "Mental rating", minimum=0),
+    ),
+    options=(
+        Option("physical", "int", "Physical rating", aliases=("p",), minimum=0, compact=True),
+        Option("mental", "int", "Mental rating", aliases=("m",), minimum=0, compact=True),
+        Option("hunter", "flag", "Hunter's Instinct is activated", aliases=("instinct", "hunters")),
+        Option("celerity", "flag", "Basic Celerity is activated", aliases=("basic", "cel")),
+        Option("advanced", "flag", "Advanced Celerity is activated", aliases=("adv",)),
+    ),
+)
+#: the longest name a side of an initiative may have
+MAX_NAME = 32
+
+
+def _variant(ctx: CommandContext) -> D6Variant:
+    variant = ctx.variant
+    assert isinstance(variant, D6Variant)  # the commands are restricted to d6 rooms
+    return variant
+
+
+def _segments(ctx: CommandContext, usage: str, what: str, minimum: int) -> list[str]:
+    """The ``;``-separated parts of the arguments, checked against the room's limits."""
+    limit = ctx.app.config.limits.max_rolls_per_message
+    parts = ctx.args.split(";")
+    if not ctx.args.strip():
+        raise UsageError(what, usage=usage)
+    if any(not part.strip() for part in parts):
+        raise UsageError("one of the parts between `;` is empty", usage=usage)
+    if len(parts) < minimum:
+        raise UsageError(f"give at least {minimum} sides separated by `;`", usage=usage)
+    if len(parts) > limit:
+        raise UsageError(f"that is {len(parts)} parts; at most {limit} in one message", usage=usage)
+    return parts
+
+
+async def _reply(ctx: CommandContext, requests: list[D6Request]) -> Reply:
+    """Roll every request through the room (settle, after-roll hook) and compose one reply."""
+    variant = _variant(ctx)
+    outcomes: list[D6Outcome] = []
+    for request in requests:
+        outcome = await ctx.roll(request)
+        assert isinstance(outcome, D6Outcome)
+        outcomes.append(outcome)
+    body = variant.compose(outcomes, ctx.message.display_name, ctx.line.comment)
+    return Reply(body, meta={"variant": variant.name})
+
+
+# --- !contest -------------------------------------------------------------------------------------
+
+
+async def contest(ctx: CommandContext) -> Reply:
+    """Both sides roll at the same difficulty; the most successes wins; ties roll again."""
+    variant = _variant(ctx)
+    limits = ctx.app.config.limits
+    requests: list[D6Request] = []
+    for part in _segments(
+        ctx, CONTEST_USAGE, "who contests whom? Give both sides, e.g. `!contest 4 vs 2`", 1
+    ):
+        parsed = parse(tokens(part), CONTEST_GRAMMAR, max_options=limits.max_options)
+        if parsed.versus is None:
+            raise UsageError(
+                f"a contest needs the other side after `vs`, e.g. `!contest 4 vs 2`{_read(parsed)}",
+                usage=CONTEST_USAGE,
+            )
+        request = variant.build(parsed, ctx.settings)
+        count = variant.dice_count(request)
+        if count > limits.max_dice:
+            raise UsageError(
+                f"that is {count} dice a round; a roll may have at most {limits.max_dice}",
+                usage=CONTEST_USAGE,
+            )
+        requests.append(request)
+    return await _reply(ctx, requests)
+
+
+def _read(parsed: Parsed) -> str:
+    difficulty = parsed.int("difficulty")
+    return f" (I read `{difficulty}` as the difficulty)" if difficulty is not None else ""
+
+
+# --- !initiative ----------------------------------------------------------------------------------
+
+
+def combatant(part: str, number: int, max_options: int) -> rules.Combatant:
+    """One side of ``!initiative``: ``NAME: P4 M3 hunter`` (the name may be left out)."""
+    name, colon, rest = part.partition(":")
+    if not colon:
+        name, rest = "", part
+    name = " ".join(name.split())
+    if colon and not name:
+        raise UsageError(f"side {number} has a `:` with no name before it", usage=INITIATIVE_USAGE)
+    if len(name) > MAX_NAME or not name.isprintable() or "`" in name:
+        raise UsageError(
+            f"`{shorten(name)}` can't be a name: at most {MAX_NAME} plain characters",
+            usage=INITIATIVE_USAGE,
+        )
+    name = name or f"#{number}"
+    words = tokens(rest)
+    if not words:
+        raise UsageError(f"{name} needs Physical and Mental, e.g. `{name}: P4 M3`")
+    try:
+        parsed = parse(words, INITIATIVE_GRAMMAR, max_options=max_options)
+    except UsageError as error:
+        if not colon:
+            error.hint = "Names go before a colon, e.g. `Jack: P4 M3 hunter`."
+        raise
+    physical, mental = parsed.int("physical"), parsed.int("mental")
+    if physical is None or mental is None:
+        missing = " and ".join(
+            trait for trait, value in (("Physical", physical), ("Mental", mental)) if value is None
+        )
+        raise UsageError(f"{name} needs a {missing} rating too, e.g. `{name}: P4 M3`")
+    return rules.Combatant(
+        name,
+        physical,
+        mental,
+        hunters_instinct=parsed.flag("hunter"),
+        advanced_celerity=parsed.flag("advanced"),
+        basic_celerity=parsed.flag("celerity"),
+    )
+
+
+async def initiative(ctx: CommandContext) -> Reply:
+    """Who acts first: the ordered comparisons, then roll-offs for those tied on all of them."""
+    limits = ctx.app.config.limits
+    parts = _segments(
+        ctx,
+        INITIATIVE_USAGE,
+        "who takes part? Give two sides or more, e.g. `!initiative Jack: P4 M3; Sabbat: P4 M1`",
+        2,
+    )
+    combatants = [
+        combatant(part, number, limits.max_options) for number, part in enumerate(parts, 1)
+    ]
+    seen: dict[str, str] = {}
+    for one in combatants:
+        key = one.name.casefold()
+        if key in seen:
+            raise UsageError(f"two sides are called {one.name}; give each its own name")
+        seen[key] = one.name
+    return await _reply(ctx, [InitiativeRequest(tuple(combatants))])
+
+
+COMMANDS = [
+    Command(
+        name="contest",
+        summary="a contest: both sides roll at the same difficulty, the most successes wins",
+        usage=CONTEST_USAGE,
+        handler=contest,
+        variants=("d6",),
+        details=(
+            "The difficulty (default 4) goes before `vs` or as `diff D`; ties are rolled again "
+            "until one side wins, and the defender's successes take away the attacker's. "
+            "`to N` plays a seesaw contest: the first side N successes ahead wins. "
+            "Several contests go in one message separated by `;`."
+        ),
+    ),
+    Command(
+        name="initiative",
+        summary="who acts first: Hunter's Instinct, Celerity, Physical, Mental, then a die",
+        usage=INITIATIVE_USAGE,
+        handler=initiative,
+        aliases=("init",),
+        variants=("d6",),
+        details=(
+            "Each side is `NAME: P<Physical> M<Mental>` (or `NAME: 4 3`), plus `hunter`, "
+            "`celerity` or `advanced` for powers activated this turn. Sides tied on every "
+            "comparison roll one die each until the tie is broken. Celerity's extra actions "
+            "come after everyone's first action."
+        ),
+    ),
+]

@@ -1,0 +1,680 @@
+"""The ``d6`` rule set as a coterie variant: chat grammar, requests, outcomes and rendering.
+
+The rules themselves are in :mod:`coterie_d6.rules`; this module turns chat (or CLI) arguments into
+requests, plays them with those rules, and lays the results out as neutral reply elements.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from coterie.dice import DiceSource
+from coterie.elements import BR, Die, Node, Role, Text, bold, code
+from coterie.errors import UsageError
+from coterie.grammar import Grammar, Option, Parsed, Positional
+from coterie.pools import plural
+from coterie.rules import Outcome, RoomSettings, Variant
+from coterie_d6 import rules
+
+#: the largest seesaw goal one message may play toward (see docs/rules/d6.md)
+MAX_SEESAW_TARGET = 20
+
+# --- chat grammar ---------------------------------------------------------------------------------
+
+POOL = Positional(
+    "pool",
+    "the Trait rolled: its rating, e.g. 4, or its name too, e.g. social 4",
+    kind="pool",
+    required=True,
+)
+#: no range in the grammar: a difficulty above 6 is allowed (it counts as 6) and the check of
+#: the low end lives in ``build``, so chat and ``coterie roll --difficulty`` say the same thing
+DIFFICULTY = Positional("difficulty", "difficulty 2-6 (default 4); a higher number counts as 6")
+DIFF = Option(
+    "diff", "int", "the difficulty, as a keyword", key="difficulty", compact=True, metavar="D"
+)
+NEED = Option(
+    "need",
+    "int",
+    "successes needed for the action to succeed (default 1)",
+    aliases=("needs",),
+    minimum=1,
+    compact=True,
+)
+SEESAW = Option(
+    "to",
+    "int",
+    "seesaw contest: the first side this many successes ahead wins",
+    minimum=1,
+    maximum=MAX_SEESAW_TARGET,
+    compact=True,
+)
+
+#: ``need`` is known after ``vs`` too, so that misplacing it gets the contest's own explanation
+VERSUS = Grammar(
+    usage="vs POOL [DIFFICULTY] [to N]",
+    positionals=(POOL, DIFFICULTY),
+    options=(DIFF, SEESAW, NEED),
+    named_traits=rules.TRAITS,
+)
+
+ROLL_USAGE = "!roll POOL [DIFFICULTY] [need N] [vs POOL [to N]] [# comment]"
+GRAMMAR = Grammar(
+    usage=ROLL_USAGE,
+    positionals=(POOL, DIFFICULTY),
+    options=(DIFF, NEED, SEESAW),
+    versus=VERSUS,
+    named_traits=rules.TRAITS,
+)
+
+# --- requests -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TraitPool:
+    """The dice of one side: a Trait's rating, and its name when the roll gave one."""
+
+    dice: int
+    trait: str | None = None
+
+    def __str__(self) -> str:
+        return f"{self.trait.title()} {self.dice}" if self.trait else plural(self.dice, "dice")
+
+
+@dataclass(frozen=True)
+class Difficulty:
+    """The difficulty as asked for and as rolled against (capped at 6)."""
+
+    asked: int
+
+    @property
+    def value(self) -> int:
+        return rules.effective_difficulty(self.asked)
+
+    @property
+    def capped(self) -> bool:
+        return self.asked > self.value
+
+
+@dataclass(frozen=True)
+class RollRequest:
+    pool: TraitPool
+    difficulty: Difficulty
+    required: int = 1
+
+
+@dataclass(frozen=True)
+class ContestRequest:
+    """A contest; with a ``target`` it is a seesaw contest played to that many ahead."""
+
+    attacker: TraitPool
+    defender: TraitPool
+    difficulty: Difficulty
+    target: int | None = None
+    max_rounds: int = rules.MAX_ROUNDS
+
+
+@dataclass(frozen=True)
+class InitiativeRequest:
+    combatants: tuple[rules.Combatant, ...]
+    max_rounds: int = rules.MAX_ROUNDS
+
+
+D6Request = RollRequest | ContestRequest | InitiativeRequest
+
+# --- outcomes -------------------------------------------------------------------------------------
+
+
+def _difficulty_json(difficulty: Difficulty) -> dict[str, Any]:
+    return {"difficulty": difficulty.value, "asked_difficulty": difficulty.asked}
+
+
+def _round_json(turn: rules.ContestRound) -> dict[str, Any]:
+    return {
+        "attacker": {"faces": list(turn.attacker.faces), "successes": turn.attacker.successes},
+        "defender": {"faces": list(turn.defender.faces), "successes": turn.defender.successes},
+    }
+
+
+@dataclass(frozen=True)
+class RollOutcome(Outcome):
+    request: RollRequest
+    roll: rules.PoolRoll
+    variant: str = "d6"
+
+    @property
+    def faces(self) -> tuple[int, ...]:  # type: ignore[override]
+        return self.roll.faces
+
+    @property
+    def outcome(self) -> str:  # type: ignore[override]
+        return self.roll.outcome
+
+    @property
+    def successes(self) -> int:  # type: ignore[override]
+        return self.roll.successes
+
+    @property
+    def degree(self) -> str | None:  # type: ignore[override]
+        return self.roll.quality
+
+    def extra_json(self) -> dict[str, Any]:
+        pool = self.request.pool
+        return {
+            "pool": pool.dice,
+            "trait": pool.trait,
+            **_difficulty_json(self.request.difficulty),
+            "required": self.request.required,
+        }
+
+    def render(self) -> list[Node]:
+        return render_roll(self)
+
+
+@dataclass(frozen=True)
+class ContestOutcome(Outcome):
+    """A contest, seen from the attacker: it succeeds when the attacker wins, with the
+    successes the defender did not take away."""
+
+    request: ContestRequest
+    contest: rules.Contest
+    variant: str = "d6"
+
+    @property
+    def faces(self) -> tuple[int, ...]:  # type: ignore[override]
+        return self.contest.faces
+
+    @property
+    def outcome(self) -> str:  # type: ignore[override]
+        return "success" if self.contest.winner == "attacker" else "failure"
+
+    @property
+    def successes(self) -> int:  # type: ignore[override]
+        return self.contest.net if self.contest.winner == "attacker" else 0
+
+    @property
+    def degree(self) -> str | None:  # type: ignore[override]
+        return rules.quality(self.successes)
+
+    def extra_json(self) -> dict[str, Any]:
+        request = self.request
+        return {
+            **_difficulty_json(request.difficulty),
+            "contest": {
+                "attacker": request.attacker.dice,
+                "defender": request.defender.dice,
+                "rounds": [_round_json(turn) for turn in self.contest.rounds],
+                "winner": self.contest.winner,
+                "net": self.contest.net,
+            },
+        }
+
+    def render(self) -> list[Node]:
+        return render_contest(self)
+
+
+@dataclass(frozen=True)
+class SeesawOutcome(Outcome):
+    """A seesaw contest played in one message; a success when the attacker got ahead enough."""
+
+    request: ContestRequest
+    seesaw: rules.SeesawContest
+    variant: str = "d6"
+
+    @property
+    def faces(self) -> tuple[int, ...]:  # type: ignore[override]
+        return self.seesaw.faces
+
+    @property
+    def outcome(self) -> str:  # type: ignore[override]
+        return "success" if self.seesaw.final.winner == "attacker" else "failure"
+
+    @property
+    def successes(self) -> int:  # type: ignore[override]
+        """The attacker's stored successes at the end (none when the defender is ahead)."""
+        return max(self.seesaw.final.balance, 0)
+
+    @property
+    def degree(self) -> str | None:  # type: ignore[override]
+        return None
+
+    def extra_json(self) -> dict[str, Any]:
+        request = self.request
+        final = self.seesaw.final
+        return {
+            **_difficulty_json(request.difficulty),
+            "seesaw": {
+                "attacker": request.attacker.dice,
+                "defender": request.defender.dice,
+                "target": final.target,
+                "balance": final.balance,
+                "winner": final.winner,
+                "turns": [_round_json(turn) for turn in self.seesaw.rounds],
+            },
+        }
+
+    def render(self) -> list[Node]:
+        return render_seesaw(self)
+
+
+@dataclass(frozen=True)
+class InitiativeOutcome(Outcome):
+    """Who acts first; the faces are the roll-off dice, if any tie needed them."""
+
+    request: InitiativeRequest
+    initiative: rules.Initiative
+    variant: str = "d6"
+
+    @property
+    def faces(self) -> tuple[int, ...]:  # type: ignore[override]
+        return self.initiative.faces
+
+    @property
+    def outcome(self) -> str:  # type: ignore[override]
+        return "unresolved" if self.initiative.unresolved else "resolved"
+
+    @property
+    def successes(self) -> int:  # type: ignore[override]
+        return 0
+
+    @property
+    def degree(self) -> str | None:  # type: ignore[override]
+        return None
+
+    def extra_json(self) -> dict[str, Any]:
+        initiative = self.initiative
+        return {
+            "initiative": {
+                "order": [c.name for c in initiative.order],
+                "rolloffs": [
+                    {"names": [c.name for c in r.combatants], "faces": list(r.faces)}
+                    for r in initiative.rolloffs
+                ],
+                "extra_actions": [c.name for c in initiative.extra_actions],
+                "unresolved": [[c.name for c in group] for group in initiative.unresolved],
+            }
+        }
+
+    def render(self) -> list[Node]:
+        return render_initiative(self)
+
+
+D6Outcome = RollOutcome | ContestOutcome | SeesawOutcome | InitiativeOutcome
+
+# --- the variant ----------------------------------------------------------------------------------
+
+
+class _Replay:
+    """Hands out given faces in order, as a ``rules.Draw``; refuses too few or too many."""
+
+    def __init__(self, faces: Sequence[int]) -> None:
+        for face in faces:
+            if not 1 <= face <= rules.SIDES:
+                raise UsageError(f"a d6 cannot show {face}: faces go from 1 to {rules.SIDES}")
+        self._faces = list(faces)
+        self._used = 0
+
+    def __call__(self, count: int) -> list[int]:
+        if self._used + count > len(self._faces):
+            raise UsageError(
+                f"this roll needs at least {self._used + count} dice, "
+                f"but {len(self._faces)} face(s) were given"
+            )
+        drawn = self._faces[self._used : self._used + count]
+        self._used += count
+        return drawn
+
+    def finish(self) -> None:
+        if self._used != len(self._faces):
+            raise UsageError(
+                f"this roll used {self._used} dice, but {len(self._faces)} face(s) were given"
+            )
+
+
+class D6Variant(Variant[D6Request, D6Outcome]):
+    name = "d6"
+    title = "Vampire on six-sided dice"
+    sides = rules.SIDES
+    default_difficulty = rules.DEFAULT_DIFFICULTY
+    difficulty_range = (rules.MIN_DIFFICULTY, rules.MAX_DIFFICULTY)
+    summary = (
+        "one Trait's rating in d6 against a difficulty 2-6 (default 4; more counts as 6); "
+        "each die at or above it is a success."
+    )
+    grammar = GRAMMAR
+
+    def build(self, parsed: Parsed, settings: RoomSettings) -> RollRequest | ContestRequest:
+        versus = parsed.versus
+        # a room's own default applies to every roll; otherwise the document's: 4 for a single
+        # roll and 4 for a contest (two rules that happen to agree)
+        low, high = self.difficulty_range
+        room = settings.default_difficulty
+        if room is not None and low <= room <= high:
+            default = room
+        else:
+            default = rules.DEFAULT_DIFFICULTY if versus is None else rules.CONTEST_DIFFICULTY
+        difficulty = _difficulty(_once(parsed, "difficulty", "the difficulty"), default)
+        if versus is None:
+            pool = trait_pool(parsed, None)
+            if parsed.int("to") is not None:
+                raise UsageError(
+                    "`to N` sets the goal of a seesaw contest: give the other side too, "
+                    "e.g. `4 vs 4 to 3`"
+                )
+            required = parsed.int("need") or 1
+            if required > pool.dice:
+                raise UsageError(
+                    f"`need {required}` can never be met with {plural(pool.dice, 'dice')}: "
+                    "each die gives at most one success"
+                )
+            return RollRequest(pool, difficulty, required)
+        if parsed.int("need") is not None or versus.int("need") is not None:
+            raise UsageError(
+                "`need N` is for a single roll: in a contest the side with more successes wins"
+            )
+        attacker = trait_pool(parsed, "attacker")
+        defender = trait_pool(versus, "defender")
+        target = _once(parsed, "to", "the seesaw goal `to N`")
+        return ContestRequest(attacker, defender, difficulty, target)
+
+    def dice_count(self, request: D6Request) -> int:
+        """The dice of the first round; tied contests and initiatives draw more as they go."""
+        if isinstance(request, RollRequest):
+            return request.pool.dice
+        if isinstance(request, ContestRequest):
+            return request.attacker.dice + request.defender.dice
+        tied = [g for g in rules.initiative_groups(request.combatants) if len(g) > 1]
+        return len(tied[0]) if tied else 0
+
+    def roll(self, request: D6Request, dice: DiceSource) -> D6Outcome:
+        return self.play(request, lambda count: dice.roll(count, self.sides))
+
+    def evaluate(self, request: D6Request, faces: Sequence[int]) -> D6Outcome:
+        """Replay given faces: they must be exactly the dice the request rolls, tie re-rolls
+        and roll-offs included, in the order rolled."""
+        replay = _Replay(faces)
+        outcome = self.play(request, replay)
+        replay.finish()
+        return outcome
+
+    def play(self, request: D6Request, draw: rules.Draw) -> D6Outcome:
+        """Carry a request out with dice from ``draw`` (the rules, one request type each)."""
+        if isinstance(request, RollRequest):
+            roll = rules.roll_pool(
+                draw(request.pool.dice), request.difficulty.value, required=request.required
+            )
+            return RollOutcome(request, roll, variant=self.name)
+        if isinstance(request, ContestRequest):
+            attacker, defender = request.attacker.dice, request.defender.dice
+            difficulty = request.difficulty.value
+            if request.target is None:
+                contest = rules.play_contest(
+                    attacker, defender, difficulty, draw, max_rounds=request.max_rounds
+                )
+                return ContestOutcome(request, contest, variant=self.name)
+            seesaw = rules.play_seesaw(
+                attacker, defender, difficulty, request.target, draw, max_turns=request.max_rounds
+            )
+            return SeesawOutcome(request, seesaw, variant=self.name)
+        initiative = rules.play_initiative(request.combatants, draw, max_rounds=request.max_rounds)
+        return InitiativeOutcome(request, initiative, variant=self.name)
+
+    def help(self) -> list[Node]:
+        body: list[Node] = [code(GRAMMAR.usage), BR, Text(self.summary), BR]
+        body += [
+            Text("POOL is one Trait (Physical, Mental, Social or Psychic): "),
+            code("4"),
+            Text(" or "),
+            code("social 4"),
+            Text(". Traits are never added together."),
+            BR,
+            Text("Difficulties: "),
+            Text(", ".join(f"{k} {v}" for k, v in rules.DIFFICULTY_LABELS.items())),
+            Text(f"; the default is {rules.DEFAULT_DIFFICULTY}, and more than 6 counts as 6."),
+            BR,
+        ]
+        for option in GRAMMAR.options:
+            body += [code(option.syntax()), Text(f" — {option.help}"), BR]
+        body += [
+            code("vs POOL"),
+            Text(
+                " — a contest: the other side rolls at the same difficulty; the most successes "
+                "wins and ties roll again (also "
+            ),
+            code("!contest"),
+            Text(")"),
+            BR,
+            Text("Quality: " + ", ".join(_quality_table())),
+            BR,
+            Text("Who acts first: "),
+            code("!initiative"),
+        ]
+        return body
+
+
+def _quality_table() -> list[str]:
+    last = len(rules.QUALITIES)
+    return [f"{n}{' or more' if n == last else ''} {rules.quality(n)}" for n in range(1, last + 1)]
+
+
+def _once(parsed: Parsed, key: str, what: str) -> int | None:
+    """A value both sides of a contest share, given on either side (or on both, alike)."""
+    mine = parsed.int(key)
+    theirs = parsed.versus.int(key) if parsed.versus is not None else None
+    if mine is not None and theirs is not None and mine != theirs:
+        raise UsageError(f"both sides share {what}: give it once (I read {mine} and {theirs})")
+    return mine if mine is not None else theirs
+
+
+def _difficulty(asked: int | None, default: int) -> Difficulty:
+    if asked is None:
+        return Difficulty(default)
+    if asked < rules.MIN_DIFFICULTY:
+        raise UsageError(
+            f"the difficulty must be at least {rules.MIN_DIFFICULTY} "
+            f"({rules.DIFFICULTY_LABELS[rules.MIN_DIFFICULTY]}), not {asked}"
+        )
+    return Difficulty(asked)
+
+
+def trait_pool(parsed: Parsed, side: str | None) -> TraitPool:
+    """The one Trait a side rolls, or a friendly error."""
+    written = parsed.pool()
+    whose = f"the {side}'s " if side else "a "
+    if written is None:
+        raise UsageError(f"{whose}Trait to roll is missing")
+    first, *others = written.terms
+    if others:
+        if any(term.sign < 0 for term in others):
+            raise UsageError(
+                f"`{written}`: the d6 rules take no dice away from a Trait; "
+                "make the roll harder with the difficulty or `need N` instead"
+            )
+        raise UsageError(
+            f"`{written}` adds {len(written.terms)} Traits; a d6 roll uses one Trait "
+            "(Physical, Mental, Social or Psychic)"
+        )
+    if first.dice < 1:
+        raise UsageError(f"{whose}Trait of {first.dice} rolls no dice; it needs at least 1")
+    return TraitPool(first.dice, first.trait)
+
+
+# --- rendering ------------------------------------------------------------------------------------
+
+
+def _faces(roll: rules.PoolRoll) -> list[Node]:
+    out: list[Node] = []
+    for index, (face, role) in enumerate(zip(roll.faces, roll.roles, strict=True)):
+        if index:
+            out.append(Text(" "))
+        out.append(Die(face, role, rules.SIDES))
+    return out
+
+
+def difficulty_text(difficulty: Difficulty) -> str:
+    text = f"difficulty {difficulty.value} ({rules.DIFFICULTY_LABELS[difficulty.value]}"
+    if difficulty.capped:
+        text += f"; {difficulty.asked} lowered to {rules.MAX_DIFFICULTY}, the highest difficulty"
+    return text + ")"
+
+
+def render_roll(outcome: RollOutcome) -> list[Node]:
+    request, roll = outcome.request, outcome.roll
+    pool = request.pool
+    setup = [plural(pool.dice, "dice"), difficulty_text(request.difficulty)]
+    if request.required > 1:
+        setup.append(f"{plural(request.required, 'success')} needed")
+    prefix = f"{pool}: " if pool.trait else ""
+    body: list[Node] = [Text(prefix + ", ".join(setup) + ": "), *_faces(roll), BR]
+    if roll.succeeded:
+        body += [bold(plural(roll.successes, "success")), Text(f" — {roll.quality}")]
+        if request.required > 1:
+            body.append(Text(f" ({request.required} needed)"))
+    elif roll.successes:
+        body += [
+            bold("Failure"),
+            Text(f" — {plural(roll.successes, 'success')}, {request.required} needed"),
+        ]
+    else:
+        body += [bold("Failure"), Text(" — no success")]
+    return body
+
+
+def _contest_setup(request: ContestRequest, title: str) -> list[Node]:
+    return [
+        Text(
+            f"{title}, {difficulty_text(request.difficulty)}: "
+            f"attacker {request.attacker} vs defender {request.defender}"
+        )
+    ]
+
+
+def _round_line(label: str, turn: rules.ContestRound) -> list[Node]:
+    return [
+        Text(f"{label}: attacker "),
+        *_faces(turn.attacker),
+        Text(f" ({turn.attacker.successes}) vs defender "),
+        *_faces(turn.defender),
+        Text(f" ({turn.defender.successes})"),
+    ]
+
+
+def render_contest(outcome: ContestOutcome) -> list[Node]:
+    contest = outcome.contest
+    body = _contest_setup(outcome.request, "Contest")
+    for number, turn in enumerate(contest.rounds, start=1):
+        body += [BR, *_round_line(f"Round {number}", turn)]
+        if turn.winner is None:
+            body.append(
+                Text(" — a tie, roll again" if turn is not contest.deciding else " — a tie")
+            )
+    deciding = contest.deciding
+    a, d = deciding.attacker.successes, deciding.defender.successes
+    body.append(BR)
+    if contest.winner == "attacker":
+        body += [
+            bold("Attacker wins"),
+            Text(f": {a} − {d} = "),
+            bold(plural(contest.net, "success")),
+            Text(f" left ({rules.quality(contest.net)})"),
+        ]
+    elif contest.winner == "defender":
+        body += [
+            bold("Defender wins"),
+            Text(f": {d} − {a} = {plural(-contest.net, 'success')} to spare"),
+        ]
+    else:
+        body += [
+            bold("No winner"),
+            Text(f": still tied after {len(contest.rounds)} rounds; the Storyteller decides"),
+        ]
+    return body
+
+
+def _balance_text(state: rules.Seesaw) -> str:
+    if state.leader is None:
+        return "level"
+    return f"{state.leader} {state.lead} ahead"
+
+
+def render_seesaw(outcome: SeesawOutcome) -> list[Node]:
+    seesaw = outcome.seesaw
+    final = seesaw.final
+    body = _contest_setup(outcome.request, f"Seesaw contest to {final.target} ahead")
+    for number, (turn, state) in enumerate(zip(seesaw.rounds, seesaw.states, strict=True), 1):
+        body += [BR, *_round_line(f"Turn {number}", turn), Text(f" → {_balance_text(state)}")]
+    body.append(BR)
+    turns = plural(final.turns, "turn")
+    if final.winner is not None:
+        body += [
+            bold(f"{final.winner.capitalize()} wins"),
+            Text(f" after {turns}, {final.lead} ahead"),
+        ]
+    else:
+        body += [
+            bold("No winner"),
+            Text(f" after {turns} ({_balance_text(final)}); the Storyteller decides"),
+        ]
+    return body
+
+
+def describe(combatant: rules.Combatant) -> str:
+    powers = []
+    if combatant.hunters_instinct:
+        powers.append("Hunter's Instinct")
+    if combatant.advanced_celerity:
+        powers.append("Advanced Celerity")
+    elif combatant.basic_celerity:
+        powers.append("Basic Celerity")
+    return ", ".join([*powers, f"Physical {combatant.physical}", f"Mental {combatant.mental}"])
+
+
+def _why(first: rules.Combatant, second: rules.Combatant) -> str:
+    trait = rules.deciding_trait(first, second)
+    if trait == "Physical":
+        return f"Physical {first.physical} vs {second.physical}"
+    if trait == "Mental":
+        return f"Mental {first.mental} vs {second.mental}"
+    return trait or "a roll-off"
+
+
+def render_initiative(outcome: InitiativeOutcome) -> list[Node]:
+    initiative = outcome.initiative
+    tied = {c.name for group in initiative.unresolved for c in group}
+    body: list[Node] = [bold("Initiative")]
+    previous: rules.Combatant | None = None
+    for place, combatant in enumerate(initiative.order, start=1):
+        body += [BR, Text(f"{place}. "), bold(combatant.name), Text(f" ({describe(combatant)})")]
+        if previous is not None:
+            if combatant.name in tied and previous.name in tied:
+                body.append(Text(f" — still tied with {previous.name}"))
+            else:
+                body.append(Text(f" — after {previous.name}, by {_why(previous, combatant)}"))
+        previous = combatant
+    for rolloff in initiative.rolloffs:
+        top = max(rolloff.faces)
+        body += [BR, Text("Roll-off: ")]
+        for index, (combatant, face) in enumerate(
+            zip(rolloff.combatants, rolloff.faces, strict=True)
+        ):
+            role = Role.SUCCESS if face == top else Role.FAILURE
+            body += [
+                Text(", " if index else ""),
+                Text(f"{combatant.name} "),
+                Die(face, role, rules.SIDES),
+            ]
+    if initiative.unresolved:
+        groups = "; ".join(", ".join(c.name for c in g) for g in initiative.unresolved)
+        body += [
+            BR,
+            Text(
+                f"Still tied after {len(initiative.rolloffs)} roll-offs: {groups} "
+                "— the Storyteller decides"
+            ),
+        ]
+    if initiative.extra_actions:
+        names = ", ".join(c.name for c in initiative.extra_actions)
+        body += [BR, Text(f"Extra actions from Celerity, after everyone's first action: {names}")]
+    return body

@@ -1,0 +1,860 @@
+"""The ``v5`` rule set as a coterie variant: chat grammar, requests, outcomes, rendering.
+
+The rules themselves are in :mod:`coterie_v5.rules`; this module turns chat into requests,
+requests and faces into outcomes, and outcomes into replies and the JSON contract.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, replace
+from typing import Any
+
+from coterie.elements import BR, Die, Node, Role, Text, bold, code, dice
+from coterie.errors import UsageError
+from coterie.grammar import Grammar, Option, Parsed, Positional, shorten, suggest
+from coterie.pools import plural
+from coterie.rules import HouseRule, Outcome, RollContext, RoomSettings, Variant
+from coterie_v5 import rules
+
+NAME = "v5"
+
+# --- chat grammar -------------------------------------------------------------------------------
+
+POOL = Positional(
+    "pool", "dice pool: Traits added, e.g. 3+4 (a penalty: 3+4-2)", kind="pool", required=True
+)
+HUNGER_SLOT = Positional(
+    "hunger", f"Hunger 0-{rules.MAX_HUNGER} (default 0)", minimum=0, maximum=rules.MAX_HUNGER
+)
+DIFFICULTY_SLOT = Positional(
+    "difficulty",
+    f"Difficulty: successes needed, {rules.MIN_DIFFICULTY}-{rules.MAX_DIFFICULTY} "
+    f"(default {rules.DEFAULT_DIFFICULTY})",
+    minimum=rules.MIN_DIFFICULTY,
+    maximum=rules.MAX_DIFFICULTY,
+)
+HUNGER = Option(
+    "hunger",
+    "int",
+    "your Hunger: as many Hunger dice replace regular ones (also h2)",
+    aliases=("h",),
+    minimum=0,
+    maximum=rules.MAX_HUNGER,
+    compact=True,
+    metavar="H",
+)
+DIFFICULTY = Option(
+    "diff",
+    "int",
+    "Difficulty (the successes needed) as a keyword",
+    aliases=("difficulty",),
+    key="difficulty",
+    minimum=rules.MIN_DIFFICULTY,
+    maximum=rules.MAX_DIFFICULTY,
+    compact=True,
+    metavar="D",
+)
+SPECIALTY = Option(
+    "spec", "flag", "a specialty applies: +1 die", aliases=("specialty",), key="specialty"
+)
+BONUS = Option("bonus", "int", "pool modifier: +N dice", minimum=1, maximum=50)
+PENALTY = Option("penalty", "int", "pool modifier: -N dice", minimum=1, maximum=50)
+AUTO = Option(
+    "auto", "flag", "automatic win, no roll: the pool must be at least twice the Difficulty"
+)
+TEAM = Option(
+    "team",
+    "int",
+    "teamwork: N helpers add one die each",
+    aliases=("helpers",),
+    minimum=1,
+    maximum=20,
+    compact=True,
+)
+HARDER = Option("harder", "int", "Difficulty modifier: +N", minimum=1, maximum=rules.MAX_DIFFICULTY)
+EASIER = Option("easier", "int", "Difficulty modifier: -N", minimum=1, maximum=rules.MAX_DIFFICULTY)
+EQUIP = Option(
+    "equip",
+    "word",
+    "equipment: poor (also improvised, unreliable) is +1 Difficulty; none makes the task "
+    "impossible",
+    aliases=("equipment",),
+    metavar="QUALITY",
+)
+HALF = Option(
+    "half",
+    "int",
+    "taking half: Difficulty = half the opposing pool, rounded down (at least 1)",
+    minimum=0,
+    maximum=1000,
+    metavar="POOL",
+)
+SKILL = Option(
+    "skill",
+    "int",
+    "Difficulty = the opponent's Skill (at least 1)",
+    minimum=0,
+    maximum=10,
+)
+
+VERSUS = Grammar(
+    usage="vs POOL [HUNGER] [spec] [bonus N] [penalty N]",
+    positionals=(POOL, HUNGER_SLOT),
+    options=(HUNGER, SPECIALTY, BONUS, PENALTY, DIFFICULTY),
+    named_traits=rules.TRACKERS,
+)
+
+GRAMMAR = Grammar(
+    usage="!roll POOL [HUNGER] [DIFFICULTY] [spec] [auto] [team N] [bonus N] [penalty N] "
+    "[harder N] [easier N] [equip poor|none] [half POOL | skill N] [vs POOL [HUNGER]] "
+    "[# comment]",
+    positionals=(POOL, HUNGER_SLOT, DIFFICULTY_SLOT),
+    options=(
+        HUNGER,
+        DIFFICULTY,
+        SPECIALTY,
+        AUTO,
+        TEAM,
+        BONUS,
+        PENALTY,
+        HARDER,
+        EASIER,
+        EQUIP,
+        HALF,
+        SKILL,
+    ),
+    versus=VERSUS,
+    named_traits=rules.TRACKERS,
+)
+
+HOUSE_RULES = (
+    HouseRule(
+        "automatic_wins", True, "`auto` may take an automatic win when pool >= 2 x Difficulty"
+    ),
+)
+
+# --- requests -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Side:
+    """One side's pool as asked for (the actor's, or the opposition's in a contest)."""
+
+    written: str  #: the pool as written, e.g. ``3+4-1`` or ``willpower 3``
+    traits: int  #: what the written pool adds up to
+    hunger: int = 0
+    specialty: bool = False
+    helpers: int = 0
+    bonus: int = 0
+    penalty: int = 0
+    #: the tracker rolled (``willpower``, ``humanity``, ``health``), if the pool is one
+    tracker: str | None = None
+
+    @property
+    def total(self) -> int:
+        """The pool before the one-die minimum."""
+        extra = rules.SPECIALTY_DICE if self.specialty else 0
+        return rules.teamwork_pool(self.traits, self.helpers) + extra + self.bonus - self.penalty
+
+    @property
+    def pool(self) -> int:
+        return rules.pool_size(self.total)
+
+    @property
+    def regular_dice(self) -> int:
+        return rules.hunger_split(self.pool, self.hunger)[0]
+
+    @property
+    def hunger_dice(self) -> int:
+        return rules.hunger_split(self.pool, self.hunger)[1]
+
+
+@dataclass(frozen=True)
+class Difficulty:
+    """How the Difficulty was set, and its modifiers."""
+
+    base: int
+    #: ``given``, ``default``, ``half`` (taking half) or ``skill`` (the opponent's Skill)
+    source: str = "given"
+    #: the opposing pool (``half``) or Skill (``skill``)
+    opposing: int | None = None
+    equipment: str | None = None
+    harder: int = 0
+    easier: int = 0
+
+    @property
+    def equipment_modifier(self) -> int:
+        return rules.EQUIPMENT.get(self.equipment or "good") or 0
+
+    @property
+    def value(self) -> int:
+        return self.base + self.equipment_modifier + self.harder - self.easier
+
+
+@dataclass(frozen=True)
+class V5Request:
+    """A roll: the actor's side, and either a Difficulty or (a contest) the opposition's side."""
+
+    actor: Side
+    difficulty: Difficulty | None
+    automatic: bool = False
+    versus: Side | None = None
+
+    @property
+    def dice(self) -> int:
+        own = 0 if self.automatic else self.actor.pool
+        return own + (self.versus.pool if self.versus is not None else 0)
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-compatible form (kept in room state for ``!reroll``)."""
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> V5Request:
+        """The request :meth:`to_json` wrote; ``ValueError`` if ``data`` is not one."""
+        try:
+            difficulty = data["difficulty"]
+            versus = data["versus"]
+            request = cls(
+                actor=Side(**data["actor"]),
+                difficulty=None if difficulty is None else Difficulty(**difficulty),
+                automatic=bool(data["automatic"]),
+                versus=None if versus is None else Side(**versus),
+            )
+        except (KeyError, TypeError) as error:
+            raise ValueError(f"not a stored v5 roll: {error}") from None
+        if request.difficulty is None and request.versus is None:
+            raise ValueError("not a stored v5 roll: neither a Difficulty nor an opponent")
+        return request
+
+
+@dataclass(frozen=True)
+class RouseRequest:
+    """``checks`` rouse checks; ``hunger`` is the caller's Hunger when they gave it."""
+
+    checks: int = 1
+    hunger: int | None = None
+
+
+@dataclass(frozen=True)
+class RerollRequest:
+    """A Willpower re-roll of some of the actor's regular dice of an earlier roll."""
+
+    base: V5Request
+    #: every face of the earlier roll, in the order rolled
+    faces: tuple[int, ...]
+    #: which of the actor's regular dice are re-rolled (indexes into them)
+    indexes: tuple[int, ...]
+    strategy: rules.Strategy
+
+
+Request = V5Request | RouseRequest | RerollRequest
+
+# --- outcomes -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class V5Outcome(Outcome):
+    """A rolled (or automatic) pool, and what it comes to."""
+
+    request: V5Request
+    #: the actor's dice; ``None`` for an automatic win
+    actor: rules.Dice | None
+    opponent: rules.Dice | None = None
+    #: indexes of the regular dice re-rolled with Willpower, and what they showed before
+    rerolled: tuple[int, ...] = ()
+    previous: tuple[int, ...] = ()
+    strategy: rules.Strategy | None = None
+    variant: str = NAME
+
+    @property
+    def faces(self) -> tuple[int, ...]:  # type: ignore[override]
+        """The actor's regular dice (the Hunger dice are :attr:`hunger_faces`)."""
+        return self.actor.regular if self.actor else ()
+
+    @property
+    def hunger_faces(self) -> tuple[int, ...]:
+        return self.actor.hunger if self.actor else ()
+
+    @property
+    def all_faces(self) -> tuple[int, ...]:
+        """Every face in the order rolled: actor regular, actor Hunger, then the opposition's."""
+        own = self.actor.faces if self.actor else ()
+        return own + (self.opponent.faces if self.opponent else ())
+
+    @property
+    def verdict(self) -> rules.Verdict:
+        if self.actor is None:
+            assert self.request.difficulty is not None
+            value = self.request.difficulty.value
+            return rules.Verdict(rules.Result.SUCCESS, value, value)  # margin 0
+        if self.opponent is not None:
+            return rules.contest(self.actor, self.opponent)
+        assert self.request.difficulty is not None
+        return rules.judge(self.actor, self.request.difficulty.value)
+
+    @property
+    def outcome(self) -> str:  # type: ignore[override]
+        return str(self.verdict.result)
+
+    @property
+    def successes(self) -> int:  # type: ignore[override]
+        return self.verdict.successes
+
+    @property
+    def degree(self) -> str | None:  # type: ignore[override]
+        """The notes give no degrees of success: the margin says how well a roll went."""
+        return None
+
+    def extra_json(self) -> dict[str, Any]:
+        verdict = self.verdict
+        actor = self.request.actor
+        data: dict[str, Any] = {
+            "hunger_faces": list(self.hunger_faces),
+            "pool": actor.pool,
+            "hunger": actor.hunger_dice if self.actor else 0,
+            "difficulty": verdict.difficulty,
+            "margin": verdict.margin,
+            "criticals": self.actor.pairs if self.actor else 0,
+            "win": verdict.win,
+            "win_at_cost": verdict.win_at_cost,
+            "specialty": actor.specialty,
+            "helpers": actor.helpers,
+            "automatic": self.request.automatic,
+            "tracker": actor.tracker,
+            "rerolled": list(self.rerolled),
+            "rerolled_from": list(self.previous),
+        }
+        if self.opponent is not None and self.request.versus is not None:
+            data["versus"] = {
+                "faces": list(self.opponent.regular),
+                "hunger_faces": list(self.opponent.hunger),
+                "successes": self.opponent.successes,
+                "pool": self.request.versus.pool,
+                "hunger": self.request.versus.hunger_dice,
+            }
+        return data
+
+    def render(self) -> list[Node]:
+        return render(self)
+
+
+@dataclass(frozen=True)
+class RouseOutcome(Outcome):
+    """Rouse checks: one die each."""
+
+    request: RouseRequest
+    result: rules.RouseResult
+    variant: str = NAME
+
+    @property
+    def faces(self) -> tuple[int, ...]:  # type: ignore[override]
+        return self.result.faces
+
+    @property
+    def outcome(self) -> str:  # type: ignore[override]
+        return "success" if self.result.failed == 0 else "failure"
+
+    @property
+    def successes(self) -> int:  # type: ignore[override]
+        return self.result.passed
+
+    @property
+    def degree(self) -> str | None:  # type: ignore[override]
+        return None
+
+    def extra_json(self) -> dict[str, Any]:
+        return {
+            "check": "rouse",
+            "failed": self.result.failed,
+            "hunger_before": self.result.hunger_before,
+            "hunger_after": self.result.hunger_after,
+        }
+
+    def render(self) -> list[Node]:
+        return render_rouse(self)
+
+
+AnyOutcome = V5Outcome | RouseOutcome
+
+# --- the variant --------------------------------------------------------------------------------
+
+#: state key of a player's last roll in a room (under the variant's namespace)
+LAST_ROLL = "last:{user}"
+
+
+class V5Variant(Variant[Request, AnyOutcome]):
+    name = NAME
+    title = "Vampire: the Masquerade, 5th edition"
+    sides = 10
+    default_difficulty = rules.DEFAULT_DIFFICULTY
+    difficulty_range = (rules.MIN_DIFFICULTY, rules.MAX_DIFFICULTY)
+    summary = (
+        "d10 pool, every 6+ a success; Difficulty is the successes needed (default 1). Each "
+        "pair of 10s adds two more; Hunger dice replace regular ones (messy criticals, bestial "
+        "failures)."
+    )
+    grammar = GRAMMAR
+    house_rules = HOUSE_RULES
+
+    # --- requests ----------------------------------------------------------------------------
+
+    def build(self, parsed: Parsed, settings: RoomSettings) -> V5Request:
+        actor = build_side(parsed, opposing=False)
+        automatic = parsed.flag("auto")
+        if parsed.versus is not None:
+            return self._contest(parsed, actor, build_side(parsed.versus, opposing=True))
+        difficulty = build_difficulty(parsed, self.room_difficulty(settings))
+        if automatic:
+            if not settings.rule(self, "automatic_wins"):
+                raise UsageError("this room does not allow automatic wins")
+            if not rules.automatic_win_allowed(actor.pool, difficulty.value):
+                raise UsageError(
+                    f"an automatic win needs a pool of at least twice the Difficulty "
+                    f"({actor.pool} dice < 2 × {difficulty.value}); roll instead"
+                )
+        return V5Request(actor=actor, difficulty=difficulty, automatic=automatic)
+
+    def _contest(self, parsed: Parsed, actor: Side, opponent: Side) -> V5Request:
+        shown = {
+            "difficulty": "a Difficulty",
+            "half": "`half`",
+            "skill": "`skill`",
+            "harder": "`harder`",
+            "easier": "`easier`",
+            "equip": "`equip`",
+        }
+        given = [word for name, word in shown.items() if name in parsed.values]
+        if given:
+            raise UsageError(
+                f"a contest has no Difficulty, so {given[0]} has no place in it: your successes "
+                "only need to reach the opposition's. For poor equipment or circumstances, "
+                "give a pool `penalty N` instead"
+            )
+        if parsed.flag("auto"):
+            raise UsageError("a contest is always rolled: `auto` does not apply to `vs`")
+        return V5Request(actor=actor, difficulty=None, versus=opponent)
+
+    def build_rouse(self, parsed: Parsed) -> RouseRequest:
+        """``!rouse [N] [h H]``: ``N`` rouse checks; Hunger if the caller gave it."""
+        if parsed.flag("auto") or "half" in parsed.values:
+            raise UsageError(
+                "a check is always rolled: neither an automatic win nor taking half is possible"
+            )
+        checks = parsed.int("checks")
+        return RouseRequest(checks=1 if checks is None else checks, hunger=parsed.int("hunger"))
+
+    def dice_count(self, request: Request) -> int:
+        if isinstance(request, RouseRequest):
+            return request.checks
+        if isinstance(request, RerollRequest):
+            return len(request.indexes)
+        return request.dice
+
+    # --- the pure rule -----------------------------------------------------------------------
+
+    def evaluate(self, request: Request, faces: Sequence[int]) -> AnyOutcome:
+        wanted = self.dice_count(request)
+        if len(faces) != wanted:
+            raise UsageError(f"this roll needs {wanted} dice, but {len(faces)} were given")
+        if isinstance(request, RouseRequest):
+            return RouseOutcome(request, rules.rouse(faces, request.hunger), variant=self.name)
+        if isinstance(request, RerollRequest):
+            return self._reroll(request, faces)
+        return self._roll(request, faces)
+
+    def _roll(self, request: V5Request, faces: Sequence[int]) -> V5Outcome:
+        if request.automatic:
+            return V5Outcome(request=request, actor=None, variant=self.name)
+        actor = _dice(request.actor, faces[: request.actor.pool])
+        opponent = None
+        if request.versus is not None:
+            opponent = _dice(request.versus, faces[request.actor.pool :])
+        return V5Outcome(request=request, actor=actor, opponent=opponent, variant=self.name)
+
+    def _reroll(self, request: RerollRequest, new: Sequence[int]) -> V5Outcome:
+        base = request.base
+        if len(request.faces) != base.dice:
+            raise UsageError(f"the earlier roll had {base.dice} dice, not {len(request.faces)}")
+        regular = base.actor.regular_dice
+        if any(not 0 <= index < regular for index in request.indexes):
+            raise UsageError("only the earlier roll's regular dice can be re-rolled")
+        old = request.faces[:regular]
+        faces = rules.reroll(old, request.indexes, new) + request.faces[regular:]
+        outcome = self._roll(base, faces)
+        return replace(
+            outcome,
+            rerolled=request.indexes,
+            previous=tuple(old[i] for i in request.indexes),
+            strategy=request.strategy,
+        )
+
+    # --- room state: the last roll of each player, for !reroll -------------------------------
+
+    async def settle(self, outcome: AnyOutcome, context: RollContext) -> AnyOutcome:
+        """Remember the caller's last roll in the room, so ``!reroll`` can find it."""
+        if context.state is None:
+            return outcome
+        record: dict[str, Any]
+        if isinstance(outcome, RouseOutcome):
+            record = {"kind": "check", "check": "rouse"}
+        else:
+            record = {
+                "kind": "roll",
+                "request": outcome.request.to_json(),
+                "faces": list(outcome.all_faces),
+                "rerolled": outcome.strategy is not None,
+            }
+        await context.state.set(LAST_ROLL.format(user=context.user), record)
+        return outcome
+
+    def reroll_request(self, record: Any, strategy: rules.Strategy) -> RerollRequest:
+        """The Willpower re-roll of the last roll ``record`` (as :meth:`settle` stored it), or a
+        friendly error saying why that roll cannot be re-rolled this way."""
+        if record is None:
+            raise UsageError("you have no roll in this room to re-roll yet: roll first")
+        if not isinstance(record, dict) or record.get("kind") not in ("roll", "check"):
+            raise UsageError("I cannot read your last roll any more; please roll again")
+        if record["kind"] == "check":
+            raise UsageError(
+                "Willpower cannot re-roll a check, and your last roll was a rouse check"
+            )
+        if record.get("rerolled"):
+            raise UsageError(
+                "your last roll was already re-rolled with Willpower; a roll is re-rolled only once"
+            )
+        try:
+            base = V5Request.from_json(record["request"])
+            faces = tuple(int(face) for face in record["faces"])
+        except (KeyError, TypeError, ValueError):
+            raise UsageError("I cannot read your last roll any more; please roll again") from None
+        if len(faces) != base.dice:
+            raise UsageError("I cannot read your last roll any more; please roll again")
+        if base.automatic:
+            raise UsageError(
+                "your last roll was an automatic win: no dice were rolled, so none can be re-rolled"
+            )
+        if base.actor.tracker is not None:
+            raise UsageError(
+                "Willpower cannot re-roll a tracker roll, and your last roll was on "
+                f"{base.actor.tracker.title()}"
+            )
+        outcome = self._roll(base, faces)
+        assert outcome.actor is not None
+        problem = rules.reroll_problem(outcome.actor, outcome.verdict.difficulty, strategy)
+        if problem is not None:
+            raise UsageError(problem)
+        indexes = rules.reroll_indexes(outcome.actor.regular, strategy)
+        return RerollRequest(base=base, faces=faces, indexes=indexes, strategy=strategy)
+
+    # --- teamwork and help -------------------------------------------------------------------
+
+    def check_team(self, requests: Sequence[Request]) -> None:
+        """V5 teamwork is one roll: the largest pool, one more die per helper."""
+        raise UsageError(
+            "in V5 teamwork is a single roll: the biggest pool of the group, plus one die per "
+            "helper. Roll it once with `team N` added, e.g. `5 h1 diff 3 team 2` for two helpers",
+            usage="!roll POOL [HUNGER] [DIFFICULTY] team N",
+        )
+
+    def help(self) -> list[Node]:
+        body: list[Node] = [code(GRAMMAR.usage), BR, Text(self.summary), BR]
+        body += [
+            Text("POOL is Traits added, like "),
+            code("3+4"),
+            Text(", with penalties subtracted, like "),
+            code("3+4-2"),
+            Text("; a tracker is written "),
+            code("willpower 4"),
+            Text(". Positions read "),
+            code("!roll POOL HUNGER DIFFICULTY"),
+            Text("; keywords go in any order."),
+            BR,
+        ]
+        for option in GRAMMAR.options:
+            body += [code(option.syntax()), Text(f" — {option.help}"), BR]
+        body += [
+            code("vs POOL [HUNGER]"),
+            Text(" — a contest: the opposition rolls too and you win ties"),
+            BR,
+            Text("After a roll: "),
+            code("!reroll [failures|crits|messy|risky]"),
+            Text(" spends Willpower to re-roll as many as three regular dice; "),
+            code("!rouse [N] [h H]"),
+            Text(" makes rouse checks."),
+        ]
+        return body
+
+
+def _dice(side: Side, faces: Sequence[int]) -> rules.Dice:
+    regular = side.regular_dice
+    return rules.Dice(tuple(faces[:regular]), tuple(faces[regular:]))
+
+
+# --- building requests from parsed chat ---------------------------------------------------------
+
+
+def build_side(parsed: Parsed, *, opposing: bool) -> Side:
+    """One side's pool: Traits, Hunger, specialty, helpers, pool modifiers."""
+    written = parsed.pool()
+    if written is None:
+        raise UsageError("the dice pool is missing")
+    if any(term.dice < 0 for term in written.terms):
+        raise UsageError(f"a Trait has no negative dots: `{written}` is not a pool")
+    first = written.terms[0].trait
+    tracker = first if first in rules.TRACKERS else None
+    if opposing and "difficulty" in parsed.values:
+        raise UsageError(
+            "the opposition has no Difficulty in a contest: both sides count successes"
+        )
+    return Side(
+        written=str(written),
+        traits=written.total,
+        hunger=parsed.int("hunger") or 0,
+        specialty=parsed.flag("specialty"),
+        helpers=parsed.int("team") or 0,
+        bonus=parsed.int("bonus") or 0,
+        penalty=parsed.int("penalty") or 0,
+        tracker=tracker,
+    )
+
+
+def build_difficulty(parsed: Parsed, room_default: int | None) -> Difficulty:
+    """The Difficulty: given, taken from opposition (half a pool, a Skill) or the default, then
+    modified by equipment and ``harder``/``easier``."""
+    given = parsed.int("difficulty")
+    half = parsed.int("half")
+    skill = parsed.int("skill")
+    ways = [
+        word
+        for word, value in (("a Difficulty", given), ("`half`", half), ("`skill`", skill))
+        if value is not None
+    ]
+    if len(ways) > 1:
+        raise UsageError(
+            f"give the Difficulty one way only, not {' and '.join(ways)}: a number, "
+            "`half POOL` (taking half) or `skill N` (the opponent's Skill)"
+        )
+    if given is not None:
+        difficulty = Difficulty(given)
+    elif half is not None:
+        difficulty = Difficulty(rules.taking_half(half), "half", half)
+    elif skill is not None:
+        difficulty = Difficulty(rules.skill_difficulty(skill), "skill", skill)
+    else:
+        default = rules.DEFAULT_DIFFICULTY if room_default is None else room_default
+        difficulty = Difficulty(default, "default")
+    equipment = parsed.word("equip")
+    if equipment is not None:
+        if equipment not in rules.EQUIPMENT:
+            close = suggest(equipment, list(rules.EQUIPMENT))
+            hint = f" Did you mean `{close}`?" if close else ""
+            raise UsageError(
+                f"`equip` takes {', '.join(list(rules.EQUIPMENT)[:-1])} or none, "
+                f"not `{shorten(equipment)}`.{hint}"
+            )
+        if rules.EQUIPMENT[equipment] is None:
+            raise UsageError(
+                "without the equipment it needs, the task is impossible: there is nothing to roll"
+            )
+    difficulty = replace(
+        difficulty,
+        equipment=equipment,
+        harder=parsed.int("harder") or 0,
+        easier=parsed.int("easier") or 0,
+    )
+    value = difficulty.value
+    if value < rules.MIN_DIFFICULTY:
+        raise UsageError(
+            f"`easier {difficulty.easier}` would take the Difficulty to {value}; "
+            f"it cannot go below {rules.MIN_DIFFICULTY}"
+        )
+    if value > rules.MAX_DIFFICULTY:
+        raise UsageError(
+            f"the modifiers take the Difficulty to {value}; "
+            f"it can be at most {rules.MAX_DIFFICULTY}"
+        )
+    return difficulty
+
+
+# --- rendering ----------------------------------------------------------------------------------
+
+
+def _roles(dice_: rules.Dice, verdict: rules.Verdict) -> tuple[list[Role], list[Role]]:
+    def role(face: int, hunger: bool) -> Role:
+        if face == rules.CRITICAL_FACE and dice_.pairs:
+            return Role.CRITICAL
+        if rules.is_success(face):
+            return Role.SUCCESS
+        if hunger and face == 1 and verdict.result is rules.Result.BESTIAL_FAILURE:
+            return Role.BOTCH
+        return Role.FAILURE
+
+    return [role(f, False) for f in dice_.regular], [role(f, True) for f in dice_.hunger]
+
+
+def _face_nodes(
+    dice_: rules.Dice, verdict: rules.Verdict, rerolled: Sequence[int] = ()
+) -> list[Node]:
+    regular_roles, hunger_roles = _roles(dice_, verdict)
+    regular = [
+        Die(face, role, 10, frozenset({"rerolled"}) if index in rerolled else frozenset())
+        for index, (face, role) in enumerate(zip(dice_.regular, regular_roles, strict=True))
+    ]
+    hunger = [
+        Die(face, role, 10, frozenset({"hunger"}))
+        for face, role in zip(dice_.hunger, hunger_roles, strict=True)
+    ]
+    nodes: list[Node] = dice(regular)
+    if hunger:
+        nodes += [Text(" | Hunger " if regular else "Hunger "), *dice(hunger)]
+    return nodes
+
+
+def side_text(side: Side) -> str:
+    """``7 dice (3+4, +1 specialty), Hunger 2``."""
+    notes: list[str] = []
+    if side.written != str(side.pool) or side.tracker:
+        notes.append(side.written)
+    if side.specialty:
+        notes.append(f"+{rules.SPECIALTY_DICE} specialty")
+    if side.helpers:
+        notes.append(f"+{side.helpers} for {plural(side.helpers, 'helper')}")
+    if side.bonus:
+        notes.append(f"+{side.bonus} bonus")
+    if side.penalty:
+        notes.append(f"−{side.penalty} penalty")
+    if side.total < rules.MIN_POOL:
+        notes.append("a pool never falls below one die")
+    text = plural(side.pool, "dice") + (f" ({', '.join(notes)})" if notes else "")
+    if side.hunger:
+        text += f", Hunger {side.hunger}"
+    return text
+
+
+def difficulty_text(difficulty: Difficulty) -> str:
+    """``Difficulty 4 (half of 7: 3, +1 poor equipment)``."""
+    opposing = difficulty.opposing
+    origin = {
+        "given": "",
+        "default": "default",
+        "half": f"half of {opposing}",
+        "skill": f"opponent's Skill {opposing}"
+        + (f", at least {rules.MIN_OPPOSITION}" if (opposing or 0) < rules.MIN_OPPOSITION else ""),
+    }.get(difficulty.source, "")
+    mods: list[str] = []
+    if difficulty.equipment_modifier:
+        mods.append(f"+{difficulty.equipment_modifier} {difficulty.equipment} equipment")
+    if difficulty.harder:
+        mods.append(f"+{difficulty.harder} harder")
+    if difficulty.easier:
+        mods.append(f"−{difficulty.easier} easier")
+    if mods:
+        start = f"{origin}: {difficulty.base}" if origin else str(difficulty.base)
+        notes = ", ".join([start, *mods])
+    else:
+        notes = origin
+    return f"Difficulty {difficulty.value}" + (f" ({notes})" if notes else "")
+
+
+def _pairs_text(pairs: int) -> str:
+    return "a pair of 10s: +2" if pairs == 1 else f"{pairs} pairs of 10s: +{2 * pairs}"
+
+
+def verdict_nodes(verdict: rules.Verdict, pairs: int, contest: bool) -> list[Node]:
+    """The result line: win, critical, messy critical, failure, bestial or total failure."""
+    counted = plural(verdict.successes, "success")
+    if contest:
+        counted += f" against {verdict.difficulty}"
+    short = -verdict.margin
+    cost = " The Storyteller may offer a win at a cost." if verdict.win_at_cost else ""
+    tie = " (a tie goes to you)" if contest and verdict.win and verdict.margin == 0 else ""
+    result = verdict.result
+    if result is rules.Result.MESSY_CRITICAL:
+        return [
+            bold("Messy critical!"),
+            Text(
+                f" {counted}, margin {verdict.margin}{tie} "
+                f"({_pairs_text(pairs)}, and a Hunger die shows 10)"
+            ),
+        ]
+    if result is rules.Result.CRITICAL:
+        return [
+            bold("Critical win!"),
+            Text(f" {counted}, margin {verdict.margin}{tie} ({_pairs_text(pairs)})"),
+        ]
+    if result is rules.Result.SUCCESS:
+        return [bold("Win"), Text(f" — {counted}, margin {verdict.margin}{tie}")]
+    if result is rules.Result.BESTIAL_FAILURE:
+        count = f"{counted}, {short} short" if verdict.successes else "no successes"
+        return [bold("Bestial failure!"), Text(f" — {count}, and a Hunger die shows 1.{cost}")]
+    if result is rules.Result.TOTAL_FAILURE:
+        return [bold("Total failure"), Text(" — no successes at all.")]
+    return [bold("Failure"), Text(f" — {counted}, {short} short.{cost}")]
+
+
+def render(outcome: V5Outcome) -> list[Node]:
+    request = outcome.request
+    actor = request.actor
+    verdict = outcome.verdict
+    if outcome.actor is None:
+        assert request.difficulty is not None
+        value = request.difficulty.value
+        return [
+            Text(f"{side_text(actor)}, {difficulty_text(request.difficulty)}: "),
+            bold("Automatic win"),
+            Text(
+                f" — no roll needed ({plural(actor.pool, 'dice')} is at least twice "
+                f"Difficulty {value}); margin {rules.AUTOMATIC_MARGIN}"
+            ),
+        ]
+    body: list[Node] = []
+    if outcome.opponent is not None and request.versus is not None:
+        body += [Text(f"{side_text(actor)}: ")]
+        body += _face_nodes(outcome.actor, verdict, outcome.rerolled)
+        opponent_verdict = rules.judge(outcome.opponent, 0)
+        body += [BR, Text(f"Opposition, {side_text(request.versus)}: ")]
+        body += _face_nodes(outcome.opponent, opponent_verdict)
+        body += [Text(f" — {plural(outcome.opponent.successes, 'success')}")]
+    else:
+        assert request.difficulty is not None
+        body += [Text(f"{side_text(actor)}, {difficulty_text(request.difficulty)}: ")]
+        body += _face_nodes(outcome.actor, verdict, outcome.rerolled)
+    body += [BR, *verdict_nodes(verdict, outcome.actor.pairs, outcome.opponent is not None)]
+    if outcome.strategy is not None:
+        before = " ".join(str(face) for face in outcome.previous)
+        after = " ".join(str(outcome.faces[index]) for index in outcome.rerolled)
+        body += [
+            BR,
+            Text(f"Willpower re-roll ({outcome.strategy}): {before} → {after}. "),
+            Text("Mark one Superficial damage on Willpower."),
+        ]
+    return body
+
+
+def render_rouse(outcome: RouseOutcome) -> list[Node]:
+    result = outcome.result
+    checks = len(result.faces)
+    label = "Rouse check" if checks == 1 else f"{checks} rouse checks"
+    roles = [Role.SUCCESS if rules.check_passes(f) else Role.FAILURE for f in result.faces]
+    body: list[Node] = [Text(f"{label}: ")]
+    body += dice([Die(face, role) for face, role in zip(result.faces, roles, strict=True)])
+    if checks == 1:
+        summary = "passed" if result.passed else "failed"
+    else:
+        summary = f"{result.passed} passed, {result.failed} failed"
+    body += [Text(" — "), bold(summary), BR]
+    before, after = result.hunger_before, result.hunger_after
+    if before is None or after is None:
+        if result.failed:
+            body += [Text(f"Hunger rises by {result.failed}.")]
+        else:
+            body += [Text("Hunger does not rise.")]
+    elif after == before:
+        note = f" (it cannot rise above {rules.MAX_HUNGER})" if result.capped else ""
+        body += [Text("Hunger stays at "), bold(str(after)), Text(f"{note}.")]
+    else:
+        note = f" ({rules.MAX_HUNGER} is the most it can be)" if result.capped else ""
+        body += [Text(f"Hunger {before} → "), bold(str(after)), Text(f"{note}.")]
+    return body
