@@ -4,8 +4,11 @@ from __future__ import annotations
 
 from coterie import hookimpl
 from coterie.adapters import Adapter
+from coterie_slack.adapter import SlackAdapter
+
+__all__ = ["SlackAdapter"]
 
 
 @hookimpl
 def coterie_adapters() -> list[type[Adapter]]:
-    return []
+    return [SlackAdapter]

@@ -1,0 +1,515 @@
+"""The Bolt app: Slack events, slash commands and button presses in, coterie replies out.
+
+Every listener only *hands the work over*: it starts a tracked task and returns, so Bolt
+acknowledges Slack at once (well within Slack's 3 seconds) while the reply is computed and sent.
+Because the task is started before the acknowledgement goes out, :meth:`SlackBot.drain` waits for
+every delivery Slack has been told about, on shutdown and in tests.
+
+Slack libraries are imported here, and this module is imported only when the adapter runs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+import time
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import aiohttp
+from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncBoltContext, AsyncRespond
+from slack_bolt.middleware.async_middleware import AsyncMiddleware
+from slack_bolt.request.async_request import AsyncBoltRequest
+from slack_bolt.response import BoltResponse
+from slack_sdk.errors import SlackApiError
+from slack_sdk.http_retry.async_handler import AsyncRetryHandler
+from slack_sdk.http_retry.builtin_async_handlers import (
+    AsyncConnectionErrorRetryHandler,
+    AsyncRateLimitErrorRetryHandler,
+    AsyncServerErrorRetryHandler,
+)
+from slack_sdk.web.async_client import AsyncWebClient
+from slack_sdk.webhook import WebhookResponse
+
+from coterie.app import Coterie
+from coterie.elements import Image, Reply, Text
+from coterie.message import Message
+from coterie_slack.blocks import (
+    BUTTON_ACTION_PREFIX,
+    SlackMessage,
+    build_message,
+    read_button_value,
+    without_buttons,
+)
+from coterie_slack.dedup import RecentDeliveries, delivery_key
+from coterie_slack.mrkdwn import decode, mention_pattern, remove_mentions, strip_leading_mention
+from coterie_slack.settings import Credentials, SlackSettings
+
+log = logging.getLogger("coterie.slack")
+
+PLATFORM = "slack"
+#: message subtypes that are a person writing (everything else, edits included, is ignored)
+USER_SUBTYPES = frozenset({None, "thread_broadcast", "file_share", "me_message"})
+#: how long :meth:`SlackBot.drain` waits for replies still being sent
+DRAIN_SECONDS = 10.0
+_USER_ID = re.compile(r"[UW][A-Z0-9]{2,30}")
+
+
+def is_user_message(event: Mapping[str, Any]) -> bool:
+    """A message a person wrote: not a bot's (this one's included), not an edit, deletion,
+    join notice or other subtype, not hidden."""
+    return (
+        event.get("subtype") in USER_SUBTYPES
+        and not event.get("bot_id")
+        and not event.get("hidden")
+        and "edited" not in event
+        and isinstance(event.get("user"), str)
+        and isinstance(event.get("channel"), str)
+    )
+
+
+@dataclass(frozen=True)
+class Target:
+    """Where a reply goes."""
+
+    channel: str
+    #: who asked: the recipient of ephemeral replies and the owner of the reply's buttons
+    user: str
+    thread_ts: str | None = None
+    #: slash commands and buttons answer through their ``response_url``
+    respond: AsyncRespond | None = None
+
+
+def retry_handlers(rate_limit_retries: int) -> list[AsyncRetryHandler]:
+    """Retry on dropped connections, on ``ratelimited`` (429, after Retry-After) and on 500/503."""
+    return [
+        AsyncConnectionErrorRetryHandler(max_retry_count=2),
+        AsyncRateLimitErrorRetryHandler(max_retry_count=rate_limit_retries),
+        AsyncServerErrorRetryHandler(max_retry_count=1),
+    ]
+
+
+class DisplayNames:
+    """Users' display names from ``users.info``, cached (bounded, for an hour). Without the
+    ``users:read`` scope the fallback (Slack's user name, or the id) is used."""
+
+    def __init__(
+        self,
+        client: AsyncWebClient,
+        *,
+        ttl: float = 3600.0,
+        max_size: int = 2000,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._client = client
+        self._ttl = ttl
+        self._max_size = max_size
+        self._clock = clock
+        self._cache: dict[str, tuple[str | None, float]] = {}
+        self._enabled = True
+
+    async def get(self, user_id: str, fallback: str | None = None) -> str | None:
+        now = self._clock()
+        cached = self._cache.get(user_id)
+        if cached is not None and now - cached[1] < self._ttl:
+            return cached[0] or fallback
+        if not self._enabled:
+            return fallback
+        try:
+            response = await self._client.users_info(user=user_id)
+        except SlackApiError as error:
+            code = error.response.get("error")
+            if code in ("missing_scope", "not_allowed_token_type"):
+                self._enabled = False
+                log.warning("users.info refused (%s): add the users:read scope to show names", code)
+            else:
+                log.info("users.info failed for %s: %s", user_id, code)
+            return fallback
+        user = response.get("user") or {}
+        profile = user.get("profile") or {}
+        name = (
+            profile.get("display_name")
+            or profile.get("real_name")
+            or user.get("real_name")
+            or user.get("name")
+        )
+        self._cache.pop(user_id, None)
+        self._cache[user_id] = (name if isinstance(name, str) and name else None, now)
+        while len(self._cache) > self._max_size:
+            del self._cache[next(iter(self._cache))]
+        return self._cache[user_id][0] or fallback
+
+
+class Deduplicate(AsyncMiddleware):
+    """Acknowledge, without answering again, a delivery already seen (Slack's retries)."""
+
+    def __init__(self, recent: RecentDeliveries) -> None:
+        self.recent = recent
+
+    async def async_process(
+        self,
+        *,
+        req: AsyncBoltRequest,
+        resp: BoltResponse,
+        next: Callable[[], Awaitable[BoltResponse]],
+    ) -> BoltResponse | None:
+        key = delivery_key(req.body)
+        if key is not None:
+            try:
+                first = await self.recent.first_time(key)
+            except Exception:  # a broken store must not silence the bot
+                log.exception("state store failed; %s is answered without de-duplication", key)
+                first = True
+            if not first:
+                retry = req.headers.get("x-slack-retry-num", ["0"])[0]
+                log.info("%s delivered again (retry %s): acknowledged, not answered", key, retry)
+                return BoltResponse(status=200, body="")
+        return await next()
+
+
+class SlackBot:
+    """One Slack workspace's Bolt app, answering through a :class:`~coterie.app.Coterie`."""
+
+    def __init__(
+        self,
+        core: Coterie,
+        settings: SlackSettings,
+        credentials: Credentials,
+        *,
+        session: aiohttp.ClientSession | None = None,
+    ) -> None:
+        self.core = core
+        self.settings = settings
+        self.credentials = credentials
+        self.client = AsyncWebClient(
+            token=credentials.bot_token,
+            base_url=settings.api_url,
+            session=session,
+            logger=logging.getLogger("coterie.slack.web"),
+            retry_handlers=retry_handlers(settings.rate_limit_retries),
+        )
+        self.recent = RecentDeliveries(core.state)
+        self.names = DisplayNames(self.client)
+        #: the bot's own user id, from ``auth.test`` (:meth:`start`)
+        self.bot_user_id: str | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
+        self.bolt = self._build()
+
+    def _build(self) -> AsyncApp:
+        bolt = AsyncApp(
+            name="coterie",
+            client=self.client,
+            signing_secret=self.credentials.signing_secret or "",
+            # Socket Mode payloads are not signed; HTTP requests must be
+            request_verification_enabled=self.settings.mode == "http",
+            # the listeners return at once (see the module docstring), so this only guarantees
+            # that the work is started before Slack is acknowledged
+            process_before_response=True,
+            logger=logging.getLogger("coterie.slack.bolt"),
+        )
+        bolt.use(Deduplicate(self.recent))
+        bolt.event("message")(self._on_message)
+        bolt.event("app_mention")(self._on_mention)
+        for name in self.settings.slash_commands:
+            bolt.command(name)(self._on_command)
+        bolt.action(re.compile(rf"^{re.escape(BUTTON_ACTION_PREFIX)}"))(self._on_button)
+        return bolt
+
+    # --- lifecycle -------------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Check the bot token and learn the bot's user id (``auth.test``)."""
+        try:
+            result = await self.client.auth_test()
+        except SlackApiError as error:
+            raise RuntimeError(
+                f"Slack refused the bot token from ${self.settings.bot_token_env}: "
+                f"{error.response.get('error')}"
+            ) from None
+        user_id = result.get("user_id")
+        self.bot_user_id = user_id if isinstance(user_id, str) else None
+        log.info("connected to Slack team %s as %s", result.get("team"), result.get("user"))
+
+    async def open_socket_url(self) -> str:
+        """A Socket Mode websocket URL (``apps.connections.open`` with the app-level token)."""
+        try:
+            response = await self.client.apps_connections_open(
+                app_token=self.credentials.app_token or ""
+            )
+        except SlackApiError as error:
+            raise RuntimeError(
+                f"Slack refused the app-level token from ${self.settings.app_token_env}: "
+                f"{error.response.get('error')}"
+            ) from None
+        return str(response["url"])
+
+    @property
+    def busy(self) -> int:
+        """Deliveries still being answered."""
+        return len(self._tasks)
+
+    async def drain(self, timeout: float = DRAIN_SECONDS) -> None:
+        """Wait until every delivery received so far is answered; cancel what is left after
+        ``timeout`` seconds."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while self._tasks:
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                left = list(self._tasks)
+                log.warning("%d replies still pending at shutdown: cancelled", len(left))
+                for task in left:
+                    task.cancel()
+                await asyncio.gather(*left, return_exceptions=True)
+                return
+            await asyncio.wait(set(self._tasks), timeout=remaining)
+
+    def _spawn(self, work: Coroutine[Any, Any, None], what: str) -> None:
+        task = asyncio.get_running_loop().create_task(self._guarded(work, what))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _guarded(self, work: Coroutine[Any, Any, None], what: str) -> None:
+        try:
+            await work
+        except SlackApiError as error:
+            log.warning(
+                "Slack refused a call while answering %s: %s", what, error.response.get("error")
+            )
+        except Exception:
+            log.exception("answering %s failed", what)
+
+    # --- listeners: hand over and return ---------------------------------------------------------
+
+    async def _on_message(self, event: dict[str, Any], context: AsyncBoltContext) -> None:
+        self._spawn(self._answer_event(event, context.bot_user_id, mention=False), "a message")
+
+    async def _on_mention(self, event: dict[str, Any], context: AsyncBoltContext) -> None:
+        self._spawn(self._answer_event(event, context.bot_user_id, mention=True), "a mention")
+
+    async def _on_command(
+        self, ack: AsyncAck, command: dict[str, Any], respond: AsyncRespond
+    ) -> None:
+        self._spawn(self._answer_command(command, respond), f"{command.get('command')}")
+        await ack()
+
+    async def _on_button(
+        self, ack: AsyncAck, body: dict[str, Any], action: dict[str, Any], respond: AsyncRespond
+    ) -> None:
+        self._spawn(self._answer_button(body, action, respond), "a button")
+        await ack()
+
+    # --- answers ---------------------------------------------------------------------------------
+
+    def thread_for(self, thread_ts: str | None, ts: str | None) -> str | None:
+        """The thread a reply goes to, by the ``thread`` setting."""
+        if self.settings.thread == "never":
+            return None
+        if self.settings.thread == "always":
+            return thread_ts or ts
+        return thread_ts
+
+    async def _answer_event(
+        self, event: dict[str, Any], bot_user_id: str | None, *, mention: bool
+    ) -> None:
+        if not is_user_message(event):
+            return
+        bot = bot_user_id or self.bot_user_id
+        text = str(event.get("text") or "")
+        direct = event.get("channel_type") == "im"
+        if not mention and not direct and bot and mention_pattern(bot).search(text):
+            return  # the app_mention event of the same message answers it
+        text, leading = strip_leading_mention(text, bot)
+        addressed = direct or leading
+        text = decode(remove_mentions(text, bot)).strip()
+        if not text:
+            if not addressed:
+                return
+            text = "help"  # a bare mention
+        user, channel = str(event["user"]), str(event["channel"])
+        message = Message(
+            platform=PLATFORM,
+            room=channel,
+            user=user,
+            text=text,
+            user_name=await self.names.get(user),
+            thread=event.get("thread_ts"),
+            reply_to=event.get("ts"),
+            message_id=event.get("ts"),
+            addressed=addressed,
+        )
+        reply = await self.core.handle(message)
+        if reply is not None:
+            thread = self.thread_for(event.get("thread_ts"), event.get("ts"))
+            await self.deliver(reply, Target(channel=channel, user=user, thread_ts=thread))
+
+    async def _answer_command(self, command: dict[str, Any], respond: AsyncRespond) -> None:
+        name = str(command.get("command", ""))
+        word = self.settings.slash_commands.get(name, "")
+        text = decode(str(command.get("text") or "")).strip()
+        if word:
+            text = f"{word} {text}".strip()
+        elif not text:
+            text = "help"
+        user, channel = str(command["user_id"]), str(command["channel_id"])
+        message = Message(
+            platform=PLATFORM,
+            room=channel,
+            user=user,
+            text=text,
+            user_name=await self.names.get(user, fallback=command.get("user_name")),
+            message_id=command.get("trigger_id"),
+            addressed=True,
+        )
+        reply = await self.core.handle(message)
+        if reply is None:
+            reply = Reply([Text(f"Nothing to do: try {name} help")], kind="error")
+        await self.deliver(reply, Target(channel=channel, user=user, respond=respond))
+
+    async def _answer_button(
+        self, body: dict[str, Any], action: dict[str, Any], respond: AsyncRespond
+    ) -> None:
+        parsed = read_button_value(str(action.get("value") or ""))
+        if parsed is None:
+            log.info("ignored a button press with an unknown value")
+            return
+        command, owner = parsed
+        user_info = body.get("user") or {}
+        presser = str(user_info.get("id") or "")
+        container = body.get("container") or {}
+        channel = str((body.get("channel") or {}).get("id") or container.get("channel_id") or "")
+        if not presser or not channel:
+            log.info("ignored a button press without a user or channel")
+            return
+        if presser != owner:
+            who = f"<@{owner}>" if _USER_ID.fullmatch(owner) else "the player who rolled"
+            _check(
+                await respond(
+                    text=f"Only {who} can use these buttons: they belong to that roll.",
+                    response_type="ephemeral",
+                    replace_original=False,
+                ),
+                "the not-yours notice",
+            )
+            return
+        original = body.get("message")
+        if isinstance(original, dict) and original.get("blocks"):
+            # one press per reply: the buttons go, so a second click cannot run it again
+            _check(
+                await respond(
+                    text=str(original.get("text") or ""),
+                    blocks=without_buttons(original["blocks"]),
+                    replace_original=True,
+                ),
+                "removing the buttons",
+            )
+        message = Message(
+            platform=PLATFORM,
+            room=channel,
+            user=presser,
+            text=command,
+            user_name=await self.names.get(presser, fallback=user_info.get("name")),
+            thread=container.get("thread_ts"),
+            reply_to=container.get("message_ts"),
+            message_id=body.get("trigger_id"),
+            addressed=True,
+        )
+        reply = await self.core.handle(message)
+        if reply is not None:
+            thread = self.thread_for(container.get("thread_ts"), container.get("message_ts"))
+            target = Target(channel=channel, user=presser, thread_ts=thread, respond=respond)
+            await self.deliver(reply, target)
+
+    # --- sending ---------------------------------------------------------------------------------
+
+    async def deliver(self, reply: Reply, target: Target) -> None:
+        """Send ``reply``: publicly (in the channel or thread), or only to the user for
+        ephemeral replies and, for slash commands and buttons, errors. Images are uploaded."""
+        private = reply.ephemeral or (target.respond is not None and reply.is_error)
+        message = build_message(reply, owner=target.user, upload_images=not private)
+        if message.has_body:
+            if target.respond is not None:
+                await self._respond(target.respond, message, target, private=private)
+            elif private:
+                await self.client.chat_postEphemeral(
+                    channel=target.channel,
+                    user=target.user,
+                    text=message.text,
+                    blocks=message.blocks,
+                    thread_ts=target.thread_ts,
+                )
+            else:
+                await self.client.chat_postMessage(
+                    channel=target.channel,
+                    text=message.text,
+                    blocks=message.blocks,
+                    thread_ts=target.thread_ts,
+                    unfurl_links=False,
+                    unfurl_media=False,
+                )
+        if message.images:
+            await self._upload(message.images, target)
+
+    async def _respond(
+        self, respond: AsyncRespond, message: SlackMessage, target: Target, *, private: bool
+    ) -> None:
+        response = await respond(
+            text=message.text,
+            blocks=message.blocks,
+            response_type="ephemeral" if private else "in_channel",
+            replace_original=False,
+            thread_ts=target.thread_ts,
+            unfurl_links=False,
+            unfurl_media=False,
+        )
+        _check(response, "a reply")
+
+    async def _upload(self, images: tuple[Image, ...], target: Target) -> None:
+        uploads = [
+            {
+                "content": image.data,
+                "filename": image.filename,
+                "title": image.alt,
+                "alt_txt": image.alt,
+            }
+            for image in images
+        ]
+        try:
+            await self.client.files_upload_v2(
+                file_uploads=uploads, channel=target.channel, thread_ts=target.thread_ts
+            )
+        except SlackApiError as error:
+            code = error.response.get("error")
+            log.warning("could not upload %d image(s) to %s: %s", len(images), target.channel, code)
+            note = (
+                f"I could not post the image here ({code}). "
+                "Invite me to the channel (/invite) to see images."
+            )
+            await self._notify(target, note)
+
+    async def _notify(self, target: Target, text: str) -> None:
+        """A short notice only ``target.user`` sees."""
+        if target.respond is not None:
+            _check(
+                await target.respond(text=text, response_type="ephemeral", replace_original=False),
+                "a notice",
+            )
+            return
+        try:
+            await self.client.chat_postEphemeral(
+                channel=target.channel, user=target.user, text=text, thread_ts=target.thread_ts
+            )
+        except SlackApiError as error:
+            log.warning(
+                "could not send a notice to %s: %s", target.user, error.response.get("error")
+            )
+
+
+def _check(response: WebhookResponse, what: str) -> None:
+    """Log a ``response_url`` post that Slack did not accept (those do not raise)."""
+    if response.status_code != 200:
+        log.warning(
+            "Slack refused %s via response_url: %s %s", what, response.status_code, response.body
+        )

@@ -1,0 +1,496 @@
+"""The Slack adapter in HTTP mode, end to end: the real Bolt app behind aiohttp on 127.0.0.1 gets
+exactly what Slack sends (signed Events API callbacks, form-encoded slash commands, block_actions
+payloads) and answers through a recording fake of the Web API (tests/slack_fake.py)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+import aiohttp
+import pytest
+
+from coterie_slack import SlackAdapter
+from slack_fake import (
+    BOT_ID,
+    BOT_TOKEN,
+    BOT_USER,
+    CHANNEL,
+    ENV,
+    LYNN,
+    MARK,
+    PNG,
+    FakeSlack,
+    SlackTestCommands,
+    block_action,
+    make_core,
+    message_event,
+    post,
+    post_action,
+    post_command,
+    post_event,
+    section_text,
+    serving,
+    settings_for,
+    settle,
+    signed_headers,
+    slash_command,
+)
+
+
+@pytest.fixture
+async def fake() -> AsyncIterator[FakeSlack]:
+    async with FakeSlack() as slack:
+        yield slack
+
+
+@pytest.fixture
+async def session() -> AsyncIterator[aiohttp.ClientSession]:
+    async with aiohttp.ClientSession() as client:
+        yield client
+
+
+def adapter_for(
+    fake: FakeSlack,
+    faces: list[int] | None = None,
+    plugin: SlackTestCommands | None = None,
+    **settings: Any,
+) -> SlackAdapter:
+    return SlackAdapter(make_core(faces, plugin), settings_for(fake, **settings), environ=ENV)
+
+
+def message_of(call: Any) -> dict[str, Any]:
+    """A posted message as a later block_actions payload shows it (with its ts)."""
+    return {**call.params, "ts": call.result["ts"]}
+
+
+# --- Events API -----------------------------------------------------------------------------------
+
+
+async def test_url_verification_is_answered(fake, session):
+    async with serving(adapter_for(fake)) as adapter:
+        body = {
+            "token": "legacy",
+            "challenge": "3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P",
+        }
+        status, text = await post_event(session, adapter, {**body, "type": "url_verification"})
+    assert status == 200
+    assert json.loads(text) == {"challenge": body["challenge"]}
+    assert fake.replies() == []
+
+
+async def test_a_channel_message_gets_a_block_kit_reply(fake, session):
+    async with serving(adapter_for(fake, faces=[10, 7, 1, 3, 6])) as adapter:
+        event = message_event("!roll 5 6 # &lt;b&gt; &amp; @here <!channel> <https://x.io|x>")
+        status, text = await post_event(session, adapter, event)
+        assert (status, text) == (200, "")
+        await settle(adapter)
+    [call] = fake.ok_calls("chat.postMessage")
+    assert call.token == BOT_TOKEN
+    params = call.params
+    assert params["channel"] == CHANNEL and "thread_ts" not in params
+    assert params["unfurl_links"] is False and params["unfurl_media"] is False
+    blocks = params["blocks"]
+    assert [b["type"] for b in blocks] == ["section", "context"]
+    assert blocks[0]["text"]["type"] == "mrkdwn" and blocks[0]["text"]["verbatim"] is True
+    mrkdwn = section_text(blocks)
+    # the display name from users.info, the comment escaped: no tag, no ping, no link
+    assert mrkdwn.startswith("*Lynn* — _&lt;b&gt; &amp; @\u2060here @\u2060channel x_\n")
+    assert "<" not in mrkdwn and ">" not in mrkdwn
+    # die faces styled by role: successes bold, the cancelling 1 and the cancelled 6 struck
+    assert "(Standard): *10* *7* ~1~ 3 ~6~\n" in mrkdwn
+    assert "*2 successes*" in mrkdwn
+    context = blocks[1]["elements"][0]["text"]
+    assert context.startswith("roll `") and context.endswith("` · revised")
+    # the plain fallback: same words, no formatting, still escaped
+    assert params["text"].splitlines()[0] == "Lynn — &lt;b&gt; &amp; @\u2060here @\u2060channel x"
+    assert "*" not in params["text"] and "~" not in params["text"]
+    assert [c.params["user"] for c in fake.ok_calls("users.info")] == [LYNN]
+
+
+@pytest.mark.parametrize(
+    ("policy", "in_thread", "expected"),
+    [
+        ("follow", False, None),
+        ("follow", True, "parent"),
+        ("always", False, "own"),
+        ("always", True, "parent"),
+        ("never", True, None),
+    ],
+)
+async def test_the_thread_setting(fake, session, policy, in_thread, expected):
+    parent = "1690000000.000001"
+    event = message_event("!roll 2", thread_ts=parent if in_thread else None)
+    async with serving(adapter_for(fake, thread=policy)) as adapter:
+        await post_event(session, adapter, event)
+        await settle(adapter)
+    [call] = fake.ok_calls("chat.postMessage")
+    wanted = {"parent": parent, "own": event["event"]["ts"], None: None}[expected]
+    assert call.params.get("thread_ts") == wanted
+
+
+async def test_an_app_mention_runs_a_command_without_prefix(fake, session):
+    text = f"<@{BOT_USER}> roll 3 6"
+    async with serving(adapter_for(fake, faces=[8, 2, 6])) as adapter:
+        # Slack sends both events for a mention in a channel: only the app_mention answers
+        await post_event(session, adapter, message_event(text))
+        await post_event(session, adapter, message_event(text, event_type="app_mention"))
+        # a bare mention asks for help
+        await post_event(
+            session, adapter, message_event(f"<@{BOT_USER}>", event_type="app_mention")
+        )
+        await settle(adapter)
+    first, second = fake.ok_calls("chat.postMessage")
+    assert "3 dice, difficulty 6 (Standard): *8* 2 *6*" in section_text(first.params["blocks"])
+    assert section_text(second.params["blocks"]).startswith("*coterie* — rules:")
+
+
+async def test_a_direct_message_is_addressed(fake, session):
+    async with serving(adapter_for(fake, faces=[9])) as adapter:
+        event = message_event("roll 1 6", channel="D0LYNN", channel_type="im")
+        await post_event(session, adapter, event)
+        await settle(adapter)
+    [call] = fake.ok_calls("chat.postMessage")
+    assert call.params["channel"] == "D0LYNN"
+    assert "1 die, difficulty 6" in section_text(call.params["blocks"])
+
+
+IGNORED = [
+    pytest.param({"bot_id": "B0OTHER", "subtype": "bot_message", "user": None}, id="bot-message"),
+    pytest.param({"bot_id": "B0OTHER"}, id="other-bot-with-user"),
+    pytest.param({"user": BOT_USER, "bot_id": BOT_ID}, id="own-message"),
+    pytest.param({"subtype": "message_changed"}, id="edit"),
+    pytest.param({"edited": {"user": LYNN, "ts": "1690000000.1"}}, id="edited-flag"),
+    pytest.param({"subtype": "message_deleted"}, id="deletion"),
+    pytest.param({"subtype": "channel_join"}, id="join"),
+    pytest.param({"hidden": True}, id="hidden"),
+]
+
+
+@pytest.mark.parametrize("fields", IGNORED)
+async def test_messages_that_are_not_a_persons_are_ignored(fake, session, fields):
+    async with serving(adapter_for(fake, faces=[5])) as adapter:
+        status, _ = await post_event(session, adapter, message_event("!roll 1", **fields))
+        assert status == 200  # acknowledged all the same
+        await settle(adapter)
+        assert fake.replies() == []
+        # the same words from a person are answered
+        await post_event(session, adapter, message_event("!roll 1"))
+        await settle(adapter)
+    assert len(fake.ok_calls("chat.postMessage")) == 1
+
+
+async def test_chatter_and_mentions_elsewhere_are_left_alone(fake, session):
+    async with serving(adapter_for(fake, faces=[4, 9])) as adapter:
+        await post_event(session, adapter, message_event("just talking about the roll"))
+        # a mention that does not start the message addresses nobody: the prefix is needed
+        await post_event(
+            session, adapter, message_event(f"thanks <@{BOT_USER}>", event_type="app_mention")
+        )
+        await post_event(
+            session,
+            adapter,
+            message_event(f"!roll 2 # for <@{BOT_USER}>", event_type="app_mention"),
+        )
+        await settle(adapter)
+    [call] = fake.ok_calls("chat.postMessage")
+    assert section_text(call.params["blocks"]).startswith("*Lynn* — _for_\n2 dice")
+
+
+async def test_an_ephemeral_reply_goes_to_the_caller_only(fake, session):
+    parent = "1690000000.000002"
+    async with serving(adapter_for(fake)) as adapter:
+        await post_event(session, adapter, message_event("!secret", thread_ts=parent))
+        await settle(adapter)
+    assert fake.ok_calls("chat.postMessage") == []
+    [call] = fake.ok_calls("chat.postEphemeral")
+    assert call.params["user"] == LYNN and call.params["channel"] == CHANNEL
+    assert call.params["thread_ts"] == parent
+    assert section_text(call.params["blocks"]) == "for your eyes only"
+
+
+async def test_an_image_is_uploaded_into_the_thread(fake, session):
+    parent = "1690000000.000003"
+    async with serving(adapter_for(fake)) as adapter:
+        await post_event(session, adapter, message_event("!chart", thread_ts=parent))
+        await settle(adapter)
+    [message] = fake.ok_calls("chat.postMessage")
+    assert section_text(message.params["blocks"]) == "Odds of 5 dice:"
+    assert message.params["thread_ts"] == parent
+    [url] = fake.ok_calls("files.getUploadURLExternal")
+    assert url.params["filename"] == "odds.png" and url.params["length"] == str(len(PNG))
+    assert url.params["alt_txt"] == "odds of 5 dice"
+    assert fake.uploads == {url.result["file_id"]: PNG}
+    [done] = fake.ok_calls("files.completeUploadExternal")
+    assert done.params["channel_id"] == CHANNEL and done.params["thread_ts"] == parent
+    files = json.loads(done.params["files"])
+    assert files == [{"id": url.result["file_id"], "title": "odds of 5 dice"}]
+
+
+async def test_a_failed_upload_is_explained_to_the_caller(fake, session):
+    fake.fail_next("files.completeUploadExternal", 200, "not_in_channel")
+    async with serving(adapter_for(fake)) as adapter:
+        await post_event(session, adapter, message_event("!chart"))
+        await settle(adapter)
+    [notice] = fake.ok_calls("chat.postEphemeral")
+    assert notice.params["user"] == LYNN
+    assert "could not post the image here (not_in_channel)" in notice.params["text"]
+
+
+# --- slash commands -------------------------------------------------------------------------------
+
+
+async def test_slash_commands_are_answered_in_the_channel(fake, session):
+    async with serving(adapter_for(fake, faces=[10, 3, 7, 7, 1, 2, 8])) as adapter:
+        fields = slash_command("/roll", "7 6 # ambush", response_url=fake.response_url("roll"))
+        assert await post_command(session, adapter, fields) == (200, "")
+        help_fields = slash_command("/coterie", "help", response_url=fake.response_url("help"))
+        await post_command(session, adapter, help_fields)
+        await settle(adapter)
+    [roll] = fake.posted_to("roll")
+    assert roll["response_type"] == "in_channel" and roll["replace_original"] is False
+    assert section_text(roll["blocks"]).startswith(
+        "*Lynn* — _ambush_\n7 dice, difficulty 6 (Standard): *10* 3 ~7~ *7* ~1~ 2 *8*"
+    )
+    assert roll["blocks"][-1]["type"] == "context"
+    [help_reply] = fake.posted_to("help")
+    assert help_reply["response_type"] == "in_channel"
+    assert "`!roll` — roll a dice pool" in section_text(help_reply["blocks"])
+    assert fake.replies() == []  # nothing through chat.postMessage
+
+
+@pytest.mark.parametrize(
+    ("command", "text", "expected"),
+    [
+        ("/roll", "0", "a pool of 0 dice"),
+        ("/odds", "5", "unknown command `!odds`"),
+        ("/coterie", "rol 5", "Did you mean `!roll`?"),
+    ],
+)
+async def test_slash_command_errors_are_ephemeral(fake, session, command, text, expected):
+    async with serving(adapter_for(fake)) as adapter:
+        fields = slash_command(command, text, response_url=fake.response_url("err"))
+        await post_command(session, adapter, fields)
+        await settle(adapter)
+    [reply] = fake.posted_to("err")
+    assert reply["response_type"] == "ephemeral"
+    assert expected in reply["text"]
+
+
+async def test_a_secret_slash_command_reply_is_ephemeral(fake, session):
+    async with serving(adapter_for(fake)) as adapter:
+        fields = slash_command("/coterie", "secret", response_url=fake.response_url("s"))
+        await post_command(session, adapter, fields)
+        await settle(adapter)
+    [reply] = fake.posted_to("s")
+    assert reply["response_type"] == "ephemeral" and reply["text"] == "for your eyes only"
+
+
+async def test_a_slash_command_is_acknowledged_before_it_is_answered(fake, session):
+    plugin = SlackTestCommands()
+    async with serving(adapter_for(fake, plugin=plugin)) as adapter:
+        fields = slash_command("/coterie", "slow", response_url=fake.response_url("slow"))
+        started = time.monotonic()
+        status, _ = await post_command(session, adapter, fields)
+        assert status == 200 and time.monotonic() - started < 3
+        assert fake.posted == []  # the answer is still being computed
+        plugin.gate.set()
+        await settle(adapter)
+    [reply] = fake.posted_to("slow")
+    assert reply["text"] == "done waiting"
+
+
+async def test_slash_command_names_are_configurable(fake, session):
+    commands = {"/wod": "", "/wod-roll": "roll"}
+    async with serving(adapter_for(fake, faces=[6], slash_commands=commands)) as adapter:
+        await post_command(
+            session, adapter, slash_command("/wod-roll", "1", response_url=fake.response_url("a"))
+        )
+        status, _ = await post_command(
+            session, adapter, slash_command("/roll", "1", response_url=fake.response_url("b"))
+        )
+        await settle(adapter)
+    assert "1 die, difficulty 6" in fake.posted_to("a")[0]["text"]
+    assert status == 404  # no listener: Bolt reports the unknown command, nothing answers
+    assert fake.posted_to("b") == []
+
+
+# --- buttons --------------------------------------------------------------------------------------
+
+
+async def test_only_the_roller_may_press_a_button(fake, session):
+    async with serving(adapter_for(fake)) as adapter:
+        await post_event(session, adapter, message_event("!offer"))
+        await settle(adapter)
+        [offer] = fake.ok_calls("chat.postMessage")
+        [row] = [b for b in offer.params["blocks"] if b["type"] == "actions"]
+        reroll, keep = row["elements"]
+        assert [reroll["text"]["text"], keep["text"]["text"]] == ["Re-roll 3 failures", "Keep"]
+        assert json.loads(reroll["value"]) == {"c": "!echo rerolled", "u": LYNN}
+        message = message_of(offer)
+
+        # someone else: a notice only they see; nothing runs, the buttons stay
+        payload = block_action(message, reroll, user=MARK, response_url=fake.response_url("m"))
+        assert await post_action(session, adapter, payload) == (200, "")
+        await settle(adapter)
+        [notice] = fake.posted_to("m")
+        assert notice["response_type"] == "ephemeral" and notice["replace_original"] is False
+        assert f"Only <@{LYNN}> can use these buttons" in notice["text"]
+
+        # the roller: the buttons go from the original, the command's reply is posted
+        payload = block_action(message, reroll, user=LYNN, response_url=fake.response_url("l"))
+        await post_action(session, adapter, payload)
+        await settle(adapter)
+    replaced, answer = fake.posted_to("l")
+    assert replaced["replace_original"] is True
+    assert [b["type"] for b in replaced["blocks"]] == ["section", "context"]
+    assert answer["response_type"] == "in_channel" and answer["replace_original"] is False
+    assert section_text(answer["blocks"]) == "*Lynn*: rerolled"
+    assert len(fake.ok_calls("chat.postMessage")) == 1
+
+
+async def test_a_button_in_a_thread_answers_in_that_thread(fake, session):
+    parent = "1690000000.000004"
+    async with serving(adapter_for(fake)) as adapter:
+        await post_event(session, adapter, message_event("!offer", thread_ts=parent))
+        await settle(adapter)
+        [offer] = fake.ok_calls("chat.postMessage")
+        assert offer.params["thread_ts"] == parent
+        keep = next(b for b in offer.params["blocks"] if b["type"] == "actions")["elements"][1]
+        payload = block_action(
+            message_of(offer), keep, user=LYNN, response_url=fake.response_url("k")
+        )
+        await post_action(session, adapter, payload)
+        await settle(adapter)
+    _, answer = fake.posted_to("k")
+    assert answer["thread_ts"] == parent
+    assert section_text(answer["blocks"]) == "*Lynn*: kept"
+
+
+# --- signatures and retries -----------------------------------------------------------------------
+
+
+def forged(how: str, body: str) -> tuple[str, dict[str, str]]:
+    """A request body and headers that Slack did not sign, or signed too long ago."""
+    now = int(time.time())
+    if how == "forged":
+        return body, {"X-Slack-Request-Timestamp": str(now), "X-Slack-Signature": "v0=" + "0" * 64}
+    if how == "wrong-secret":
+        return body, signed_headers(body, secret="not-the-signing-secret")
+    if how == "stale":  # just outside the 5-minute window
+        return body, signed_headers(body, timestamp=now - 301)
+    if how == "future":
+        return body, signed_headers(body, timestamp=now + 301)
+    if how == "no-headers":
+        return body, {}
+    if how == "no-signature":
+        return body, {"X-Slack-Request-Timestamp": str(now)}
+    assert how == "tampered-body"
+    return body.replace("!roll 3", "!roll 9"), signed_headers(body)
+
+
+@pytest.mark.parametrize(
+    "how",
+    ["forged", "wrong-secret", "stale", "future", "no-headers", "no-signature", "tampered-body"],
+)
+async def test_unsigned_or_replayed_requests_are_refused(fake, session, how):
+    event = message_event("!roll 3")
+    body, headers = forged(how, json.dumps(event))
+    async with serving(adapter_for(fake)) as adapter:
+        status, _ = await post(
+            session, adapter, body, content_type="application/json", sign=False, headers=headers
+        )
+        assert status == 401
+        await settle(adapter)
+        assert fake.calls == [c for c in fake.calls if c.method == "auth.test"]
+        # the same event, correctly signed and in time, is accepted
+        assert await post_event(session, adapter, event) == (200, "")
+        await settle(adapter)
+    assert len(fake.ok_calls("chat.postMessage")) == 1
+
+
+async def test_a_retried_event_is_answered_once(fake, session):
+    event = message_event("!roll 2")
+    async with serving(adapter_for(fake)) as adapter:
+        assert await post_event(session, adapter, event) == (200, "")
+        # Slack did not see our ack in time and sends it again (twice, at once)
+        retries = [
+            post_event(
+                session,
+                adapter,
+                event,
+                headers={"X-Slack-Retry-Num": str(n), "X-Slack-Retry-Reason": "http_timeout"},
+            )
+            for n in (1, 2)
+        ]
+        assert await asyncio.gather(*retries) == [(200, ""), (200, "")]
+        await settle(adapter)
+        # a new event with the same text is a new roll
+        await post_event(session, adapter, message_event("!roll 2"))
+        await settle(adapter)
+    assert len(fake.ok_calls("chat.postMessage")) == 2
+
+
+async def test_a_repeated_slash_command_delivery_is_answered_once(fake, session):
+    fields = slash_command("/roll", "1", response_url=fake.response_url("once"))
+    async with serving(adapter_for(fake)) as adapter:
+        await post_command(session, adapter, fields)
+        await post_command(session, adapter, fields)
+        await settle(adapter)
+    assert len(fake.posted_to("once")) == 1
+
+
+async def test_a_rate_limited_call_is_retried_and_arrives_once(fake, session):
+    fake.fail_next("chat.postMessage", 429, "ratelimited", {"Retry-After": "0"})
+    async with serving(adapter_for(fake)) as adapter:
+        await post_event(session, adapter, message_event("!roll 2"))
+        await settle(adapter)
+    attempts = fake.attempts("chat.postMessage")
+    assert [a.status for a in attempts] == [429, 200]
+    assert attempts[0].params == attempts[1].params
+    assert len(fake.ok_calls("chat.postMessage")) == 1
+
+
+# --- names and shutdown ---------------------------------------------------------------------------
+
+
+async def test_without_users_read_names_fall_back(fake, session):
+    fake.fail_next("users.info", 200, "missing_scope")
+    async with serving(adapter_for(fake, faces=[6, 6])) as adapter:
+        await post_event(session, adapter, message_event("!roll 1", user=MARK))
+        await settle(adapter)
+        fields = slash_command(
+            "/roll", "1", user=MARK, user_name="mark", response_url=fake.response_url("r")
+        )
+        await post_command(session, adapter, fields)
+        await settle(adapter)
+    [call] = fake.ok_calls("chat.postMessage")
+    assert section_text(call.params["blocks"]).startswith(f"*{MARK}*\n")
+    assert section_text(fake.posted_to("r")[0]["blocks"]).startswith("*mark*\n")
+    assert len(fake.attempts("users.info")) == 1  # not asked again once refused
+
+
+async def test_names_are_cached(fake, session):
+    async with serving(adapter_for(fake, faces=[6, 6, 6])) as adapter:
+        for _ in range(3):
+            await post_event(session, adapter, message_event("!roll 1", user=MARK))
+            await settle(adapter)
+    calls = fake.ok_calls("chat.postMessage")
+    # Mark has no display name: his real name is shown
+    assert [section_text(c.params["blocks"]).split("\n")[0] for c in calls] == ["*Mark Roe*"] * 3
+    assert [c.params["user"] for c in fake.attempts("users.info")] == [MARK]
+
+
+async def test_stopping_finishes_the_replies_in_flight(fake, session):
+    plugin = SlackTestCommands()
+    async with serving(adapter_for(fake, plugin=plugin)) as adapter:
+        await post_event(session, adapter, message_event("!slow"))
+        assert adapter.bot is not None and adapter.bot.busy == 1
+        asyncio.get_running_loop().call_later(0.05, plugin.gate.set)
+    # the block has ended: the adapter stopped, after answering
+    [call] = fake.ok_calls("chat.postMessage")
+    assert call.params["text"] == "done waiting"
+    assert not adapter.ready.is_set()
