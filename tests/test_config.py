@@ -83,10 +83,19 @@ async def test_defaults_table_applies_to_every_room(layered):
 async def test_room_table_overrides_defaults_key_by_key(layered):
     settings = await layered.room_settings("test:r1")
     assert (settings.variant, settings.prefix) == ("revised", "?")
-    assert settings.default_difficulty == 7  # not set for the room: from [defaults]
+    # [defaults]' difficulty 7 was set for nobotch; this room is configured for revised
+    assert settings.default_difficulty is None
     assert dict(settings.house_rules) == {"first_botch_free": False, "trying_again": False}
     settings = await layered.room_settings("test:r3")
     assert (settings.variant, settings.default_difficulty) == ("nobotch", 8)
+
+
+async def test_a_default_difficulty_stays_with_its_rule_set(layered, say):
+    assert (await layered.room_settings("test:r2")).default_difficulty == 7
+    await say(layered, "!variant revised", room="r2")
+    assert (await layered.room_settings("test:r2")).default_difficulty is None
+    await say(layered, "!variant nobotch", room="r2")
+    assert (await layered.room_settings("test:r2")).default_difficulty == 7
 
 
 async def test_room_key_includes_the_platform(layered):

@@ -19,7 +19,7 @@ from coterie.errors import UsageError
 from coterie.grammar import Parsed, Pool, parse, tokens
 from coterie.rules import RoomSettings
 from coterie_crossover import rules
-from coterie_crossover.commands import check_trait_placement, plan_multi
+from coterie_crossover.commands import plan_multi
 from coterie_crossover.movement import parse_movement
 from coterie_crossover.rules import Conditions, Mode
 from coterie_crossover.variant import (
@@ -347,14 +347,13 @@ def test_house_rule_can_switch_off_auto() -> None:
 )
 def test_a_ten_point_trait_with_anything_else_is_refused(text: str) -> None:
     with pytest.raises(UsageError, match=r"is rated up to 10 and is rolled alone"):
-        check_trait_placement(tokens(text))
+        request(text)
 
 
 @pytest.mark.parametrize(
     "text", ["rage 6 7", "willpower 5 wp", "rage 6 vs willpower 5", "3+4 6 vs gnosis 4", "5 6 wp"]
 )
 def test_ten_point_traits_in_their_place_pass_the_check(text: str) -> None:
-    check_trait_placement(tokens(text))
     assert request(text).actor.pool > 0
 
 

@@ -129,7 +129,7 @@ ROLL_USAGE = "!roll POOL [DIFFICULTY] [wp] [auto]"
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ("!roll rage 6 gnosis 4", "Rage is rated up to 10 and is rolled alone: write `rage N`"),
+        ("!roll rage 6 gnosis 4", "Gnosis is rated up to 10 and is rolled alone: write `gnosis N`"),
         ("!roll 3 rage 6", "Rage is rated up to 10 and is rolled alone"),
         ("!roll 5 6; 2+willpower 4", "Willpower is rated up to 10 and is rolled alone"),
         ("!roll 5 6 vs 3 gnosis 2", "Gnosis is rated up to 10 and is rolled alone"),
@@ -170,7 +170,7 @@ async def test_team_adds_successes_and_flags_a_botch() -> None:
     assert rolls(app) == [(2, 10), (2, 10), (3, 10)]
 
 
-TEAM_USAGE = "!team POOL [DIFFICULTY] [wp]; POOL"
+TEAM_USAGE = "!team POOL [DIFFICULTY] [options]; POOL"
 
 
 @pytest.mark.parametrize(
@@ -181,8 +181,8 @@ TEAM_USAGE = "!team POOL [DIFFICULTY] [wp]; POOL"
         ("!team 5 6 ext 9; 3 6", "teamwork members each roll a plain pool", TEAM_USAGE),
         ("!team 5 6; 3 rage 4", "Rage is rated up to 10 and is rolled alone", TEAM_USAGE),
         # the core !team reads each member with the !roll grammar
-        ("!team 5 6", "give at least 2 rolls separated by `;`", ROLL_USAGE),
-        ("!team 5 6; 3 6 spec", "unknown option `spec`", ROLL_USAGE),
+        ("!team 5 6", "give at least 2 rolls separated by `;`", TEAM_USAGE),
+        ("!team 5 6; 3 6 spec", "unknown option `spec`", TEAM_USAGE),
     ],
 )
 async def test_team_errors_roll_nothing(text: str, message: str, usage: str) -> None:
@@ -479,9 +479,10 @@ async def test_help_lists_the_crossover_commands_and_the_ratings() -> None:
     )
     for command in ("!move — ", "!multi — ", "!roll — ", "!team — ", "!help — "):
         assert sum(line.startswith(command) for line in text) == 1, command
+    assert text[-2].endswith("e.g. !help roll, !help ratings, !help actions")
     assert text[-1] == (
         "Ratings: 0 Abysmal, 1 Poor, 2 Average, 3 Good, 4 Exceptional, 5 Pinnacle of human "
-        "achievement. More: !help ratings, !help actions"
+        "achievement."
     )
 
 
@@ -521,12 +522,12 @@ async def test_help_topics() -> None:
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ("!help ratign", "there is no help topic `ratign`. Did you mean `ratings`?"),
-        ("!help mov", "there is no command `mov`. Did you mean `move`?"),
+        ("!help ratign", "there is no command or topic `ratign`. Did you mean `ratings`?"),
+        ("!help mov", "there is no command or topic `mov`. Did you mean `move`?"),
     ],
 )
 async def test_help_errors(text: str, message: str) -> None:
-    plain = await error(app_with(), text, "!help [COMMAND | ratings | actions]")
+    plain = await error(app_with(), text, "!help [COMMAND | TOPIC]")
     assert message in plain
 
 
@@ -552,7 +553,8 @@ async def test_examples_in_errors_use_the_rooms_prefix() -> None:
     reply = await send(app, "?move run")
     assert "e.g. `?move run dex 3`" in to_plain(reply.body)
     reply = await send(app, "?roll 3 rage 6")
-    assert "e.g. `?roll rage 6 7`" in to_plain(reply.body)
+    assert "write `rage N` at the start" in to_plain(reply.body)
+    assert "Usage: ?roll POOL" in to_plain(reply.body) and "!roll" not in to_plain(reply.body)
     reply = await send(app, "?multi 7")
     assert "a plain `?roll`" in to_plain(reply.body)
     assert "Usage: ?multi POOL POOL" in to_plain(reply.body)

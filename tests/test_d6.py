@@ -218,7 +218,7 @@ def test_required_successes() -> None:
         ("2 need 0", "`need` must be at least 1, not 0"),
         ("3 4 5", "I don't know what `5` is for"),
         ("3 4 diff 5", "`diff` is given twice"),
-        ("physical 4 mental 3", "unknown option `mental`"),
+        ("physical 4 mental 3", "a d6 pool is one Trait: `mental` can't be added"),
         ("3 wp", "unknown option `wp`"),
         ("3 to 3", "`to N` sets the goal of a seesaw contest"),
         ("3 need 2 vs 2", "`need N` is for a single roll"),

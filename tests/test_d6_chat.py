@@ -235,7 +235,7 @@ INITIATIVE = (
         ("!contest 4 vs 2; ", "one of the parts between `;` is empty", CONTEST),
         ("!contest 4 vs 2 need 2", "`need N` is for a single roll", CONTEST),
         ("!contest 4 need 2 vs 2", "`need N` is for a single roll", CONTEST),
-        ("!contest 4 vs 2 to 21", "`to` must be between 1 and 20, not 21", "Usage: vs POOL"),
+        ("!contest 4 vs 2 to 21", "`to` must be between 1 and 20, not 21", "Usage: !contest"),
         ("!contest 60 vs 60", "that is 120 dice a round; a roll may have at most 100", CONTEST),
         ("!contest 4 vs 2; 3 vs 0", "the defender's Trait of 0 rolls no dice", CONTEST),
         ("!contest " + "; ".join(["1 vs 1"] * 11), "that is 11 parts; at most 10", CONTEST),

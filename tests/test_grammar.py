@@ -332,13 +332,13 @@ def test_versus_parses_the_other_side():
     assert parsed.versus.flag("willpower")
 
 
-def test_versus_errors_carry_the_versus_usage():
+def test_versus_errors_carry_the_whole_commands_usage():
     error = error_of("6 vs")
     assert "`vs` needs the other side" in error.message
-    assert error.usage == VERSUS.usage
+    assert error.usage == GRAMMAR.usage
     error = error_of("6 vs 4 spec")  # spec exists on the main side only
     assert "unknown option `spec`" in error.message
-    assert error.usage == VERSUS.usage
+    assert error.usage == GRAMMAR.usage != VERSUS.usage
 
 
 def test_vs_is_an_unknown_option_without_a_versus_grammar():

@@ -273,9 +273,9 @@ async def test_roll_errors(quiet: Coterie, send: Send, args: str, message: str) 
     await expect_error(send, quiet, f"!roll {args}", message, ROLL_USAGE)
 
 
-async def test_vs_without_the_other_side_shows_the_vs_usage(quiet: Coterie, send: Send) -> None:
+async def test_vs_without_the_other_side_shows_the_throw_usage(quiet: Coterie, send: Send) -> None:
     await expect_error(
-        send, quiet, "?throw 5 6 vs", "`vs` needs the other side after it", "Usage: vs POOL"
+        send, quiet, "?throw 5 6 vs", "`vs` needs the other side after it", THROW_USAGE
     )
 
 
@@ -348,3 +348,11 @@ def test_console_session(coterie_cli: list[str], cli_env: dict[str, str], root: 
         assert out[start + 3] == caller
     assert out[-2] == "⚠ a pool of 0 dice can't be rolled; it needs at least 1"
     assert out[-1].startswith(THROW_USAGE)
+
+
+async def test_unknown_words_after_the_extra_prefix_are_ordinary_talk(
+    quiet: Coterie, send: Send
+) -> None:
+    assert await send(quiet, "?what time is it") is None
+    reply = await send(quiet, "!what")
+    assert reply is not None and reply.is_error  # the room's own prefix still answers

@@ -6,12 +6,11 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
-import secrets
 from collections.abc import Sequence
 from typing import Any
 
 from coterie.adapters import Adapter
-from coterie.commands import Command, CommandContext
+from coterie.commands import Command, CommandContext, new_roll_id
 from coterie.config import Config
 from coterie.dice import DiceSource, SystemDice
 from coterie.elements import BR, NODE_TYPES, Node, Reply, Text, code, walk
@@ -36,13 +35,6 @@ def error_reply(message: str, usage: str | None = None, hint: str | None = None)
     if usage:
         body += [BR, Text("Usage: "), code(usage)]
     return Reply(body, kind="error")
-
-
-def new_roll_id() -> str:
-    """A short id for a roll, e.g. ``k3f9qz``."""
-    alphabet = "abcdefghijkmnpqrstuvwxyz23456789"  # 32 symbols: one per 5 random bits
-    bits = int.from_bytes(secrets.token_bytes(4))
-    return "".join(alphabet[(bits >> (5 * i)) & 31] for i in range(6))
 
 
 class Coterie:
@@ -185,8 +177,13 @@ class Coterie:
     # --- rooms -------------------------------------------------------------------------------
 
     async def room_settings(self, room_key: str) -> RoomSettings:
-        """Settings in force: config ``[defaults]``, then ``[rooms."KEY"]``, then chat changes."""
+        """Settings in force: config ``[defaults]``, then ``[rooms."KEY"]``, then chat changes.
+
+        A configured ``default_difficulty`` belongs to the rule set its table configures (a
+        difficulty means different things in different rule sets): a room that switched to
+        another rule set uses that one's own default."""
         merged: dict[str, Any] = {"variant": self.config.default_variant, "prefix": "!"}
+        difficulty_for: str | None = None
         house: dict[str, bool | int] = {}
         for room in (self.config.defaults, self.config.rooms.get(room_key)):
             if room is None:
@@ -195,12 +192,16 @@ class Coterie:
                 value = getattr(room, key)
                 if value is not None:
                     merged[key] = value
+            if room.default_difficulty is not None:
+                difficulty_for = merged["variant"]
             house.update(room.house_rules)
         stored = await self.state.get(ROOM_SETTINGS, room_key) or {}
         house.update(stored.pop("house_rules", {}))
         merged.update({k: v for k, v in stored.items() if k in ("variant", "prefix")})
         if merged["variant"] not in self.variants:
             merged["variant"] = self.config.default_variant
+        if merged["variant"] != difficulty_for:
+            merged.pop("default_difficulty", None)
         return RoomSettings(house_rules=house, **merged)
 
     async def update_room(self, room_key: str, **changes: Any) -> None:
@@ -250,6 +251,8 @@ class Coterie:
         if line is None:
             return None
         command = self.find_command(line.command, variant.name)
+        if command is None and line.prefix != settings.prefix:
+            return None  # "?what now" in a room where "?" also works: ordinary talk, not for us
         if too_long:
             return error_reply(
                 f"that message is {len(text)} characters long; "

@@ -20,7 +20,7 @@ from coterie.config import Config, load_config
 from coterie.dice import DiceSource, FixedDice, SeededDice, SystemDice
 from coterie.encode import to_plain
 from coterie.errors import ConfigError, UsageError
-from coterie.grammar import Parsed, Pool
+from coterie.grammar import Parsed, Pool, check_range
 from coterie.plugins import installed_plugins
 
 EXIT_USAGE = 2
@@ -173,9 +173,7 @@ def cmd_roll(args: argparse.Namespace) -> int:
     for slot in variant.grammar.positionals:
         value = values.get(slot.name)
         if isinstance(value, int) and not isinstance(value, bool):
-            low, high = slot.minimum, slot.maximum
-            if (low is not None and value < low) or (high is not None and value > high):
-                raise UsageError(f"--{slot.name} must be between {low} and {high}, not {value}")
+            check_range(value, slot.minimum, slot.maximum, f"--{slot.name}")
     settings = asyncio.run(app.room_settings("cli:roll"))
     request = variant.build(Parsed(values=values), settings)
     count = variant.dice_count(request)

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from coterie.dice import DiceSource
 from coterie.elements import Node, Reply
-from coterie.grammar import CommandLine
+from coterie.errors import UsageError
+from coterie.grammar import CommandLine, parse, tokens
 from coterie.message import Message
 from coterie.rules import Outcome, RollContext, RoomSettings, Variant
 from coterie.state import RoomState
@@ -57,6 +59,64 @@ class CommandContext:
             outcome=outcome,
         )
         return outcome
+
+
+def parse_requests(ctx: CommandContext, *, minimum: int = 1, usage: str | None = None) -> list[Any]:
+    """Every ``;``-separated roll of the message, parsed with the room's rule set and checked
+    against the limits before anything is rolled: one bad roll means none is rolled. Errors show
+    ``usage`` (default: the rule set's ``!roll`` usage; the app adapts a leading ``!`` to the
+    room's prefix)."""
+    variant = ctx.variant
+    limits = ctx.app.config.limits
+    usage = usage or variant.grammar.usage
+    segments = ctx.args.split(";")
+    if not ctx.args.strip():
+        raise UsageError("what should I roll? Give at least a dice pool.", usage=usage)
+    if len(segments) < minimum:
+        raise UsageError(f"give at least {minimum} rolls separated by `;`", usage=usage)
+    if len(segments) > limits.max_rolls_per_message:
+        raise UsageError(
+            f"that is {len(segments)} rolls in one message; at most "
+            f"{limits.max_rolls_per_message} are allowed",
+            usage=usage,
+        )
+    requests: list[Any] = []
+    for segment in segments:
+        words = tokens(segment)
+        if not words:
+            raise UsageError("one of the rolls between `;` is empty", usage=usage)
+        try:
+            parsed = parse(words, variant.grammar, max_options=limits.max_options)
+            parsed.comment = ctx.line.comment
+            request = variant.build(parsed, ctx.settings)
+        except UsageError as error:
+            if error.usage in (None, variant.grammar.usage):
+                error.usage = usage
+            raise
+        count = variant.dice_count(request)
+        if count > limits.max_dice:
+            raise UsageError(
+                f"that is {count} dice; a roll may have at most {limits.max_dice}", usage=usage
+            )
+        requests.append(request)
+    return requests
+
+
+async def roll_reply(ctx: CommandContext, *, usage: str | None = None) -> Reply:
+    """What ``!roll`` does: parse every roll, roll each through :meth:`CommandContext.roll`, lay
+    the reply out with the rule set's ``compose``. A rule set's own roll command (laia's
+    ``?throw``) calls this with its usage line."""
+    requests = parse_requests(ctx, usage=usage)
+    outcomes = [await ctx.roll(request) for request in requests]
+    body = ctx.variant.compose(outcomes, ctx.message.display_name, ctx.line.comment)
+    return Reply(body, meta={"roll_id": new_roll_id(), "variant": ctx.variant.name})
+
+
+def new_roll_id() -> str:
+    """A short random id for a roll (or an incident), e.g. ``k3f9qz``."""
+    alphabet = "abcdefghijkmnpqrstuvwxyz23456789"  # 32 symbols: one per 5 random bits
+    bits = int.from_bytes(secrets.token_bytes(4))
+    return "".join(alphabet[(bits >> (5 * i)) & 31] for i in range(6))
 
 
 Result = Reply | list[Node]

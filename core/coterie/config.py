@@ -62,7 +62,7 @@ class RoomConfig(_Strict):
 
     variant: str | None = None
     prefix: str | None = Field(default=None, min_length=1, max_length=3)
-    default_difficulty: int | None = Field(default=None, ge=1, le=30)
+    default_difficulty: int | None = Field(default=None, ge=0, le=30)
     house_rules: dict[str, bool | int] = Field(default_factory=dict)
 
     @field_validator("prefix")

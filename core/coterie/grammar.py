@@ -22,7 +22,7 @@ _NUMBER = re.compile(rf"[0-9]{{1,{MAX_DIGITS}}}", re.ASCII)
 _DIGITS = re.compile(r"[0-9]+", re.ASCII)
 _POOL = re.compile(r"[0-9]+(?:[+-][0-9]+)*", re.ASCII)
 _COMPACT = re.compile(r"([a-z]+)([0-9]+)", re.ASCII)
-_JOIN_SIGNS = re.compile(r"(?<=[0-9])\s*([+-])\s*(?=[0-9])", re.ASCII)
+_JOIN_SIGNS = re.compile(r"(?<=[0-9])\s*([+-])\s*(?=[0-9A-Za-z])", re.ASCII)
 _WORD = re.compile(r"[a-z][a-z0-9_-]*", re.ASCII)
 
 
@@ -184,6 +184,19 @@ class Grammar:
     versus: Grammar | None = None
     #: Trait names that may stand before a number in the pool, e.g. ``willpower 7``
     named_traits: tuple[str, ...] = ()
+    #: the error for a named Trait anywhere but alone at the start of the pool
+    #: (``{Trait}``/``{trait}`` are filled in)
+    named_trait_rule: str = (
+        "{Trait} is rolled alone: write `{trait} N` at the start of the pool, "
+        "with nothing added to it"
+    )
+
+    def misplaced_trait(self, word: str) -> UsageError | None:
+        """The error for a token naming a Trait where it can't stand (``3 rage 6``, ``2+rage``)."""
+        for part in re.split(r"[+=-]", word):
+            if part in self.named_traits:
+                return UsageError(self.named_trait_rule.format(Trait=part.title(), trait=part))
+        return None
 
     def option(self, word: str) -> Option | None:
         for option in self.options:
@@ -231,7 +244,8 @@ def suggest(word: str, vocabulary: Iterable[str]) -> str | None:
     return matches[0] if matches else None
 
 
-def _check_range(value: int, low: int | None, high: int | None, what: str) -> int:
+def check_range(value: int, low: int | None, high: int | None, what: str) -> int:
+    """``value``, or a friendly error saying which bounds it breaks."""
     if (low is not None and value < low) or (high is not None and value > high):
         if low is not None and high is not None:
             raise UsageError(f"{what} must be between {low} and {high}, not {value}")
@@ -263,8 +277,9 @@ def _parse(words: list[str], grammar: Grammar, max_options: int) -> Parsed:
         if word == "vs" and grammar.versus is not None:
             rest = words[index:]
             if not rest:
-                raise UsageError("`vs` needs the other side after it", usage=grammar.versus.usage)
-            parsed.versus = parse(rest, grammar.versus, max_options=max_options)
+                raise UsageError("`vs` needs the other side after it")
+            # errors on the other side keep the whole command's usage line
+            parsed.versus = _parse(rest, grammar.versus, max_options)
             break
         name, _, inline = word.partition("=")
         option = grammar.option(name)
@@ -295,7 +310,7 @@ def _parse(words: list[str], grammar: Grammar, max_options: int) -> Parsed:
                 index += 1
             if option.kind == "int":
                 value = number(value_token, f"`{option.name}`")
-                parsed.values[option.dest] = _check_range(
+                parsed.values[option.dest] = check_range(
                     value, option.minimum, option.maximum, f"`{option.name}`"
                 )
             else:
@@ -323,10 +338,16 @@ def _parse(words: list[str], grammar: Grammar, max_options: int) -> Parsed:
                 parsed.values[slot.name] = parse_pool(word)
             else:
                 value = number(word, slot.name)
-                parsed.values[slot.name] = _check_range(
-                    value, slot.minimum, slot.maximum, slot.name
-                )
+                parsed.values[slot.name] = check_range(value, slot.minimum, slot.maximum, slot.name)
             continue
+        misplaced = grammar.misplaced_trait(word)
+        if misplaced is not None:
+            raise misplaced
+        if _POOL.fullmatch(word) and not grammar.positionals:
+            raise UsageError(
+                f"I don't know what `{shorten(raw)}` is for: this command takes no numbers "
+                "on their own"
+            )
         if _POOL.fullmatch(word):
             filled = ", ".join(
                 f"{s.name} {parsed.values[s.name]}"

@@ -10,6 +10,12 @@ from coterie.elements import Die, Node, Role, dice
 from coterie.errors import UsageError
 from coterie.grammar import Option, Pool, Positional
 
+#: the error for a Trait rated up to 10 written anywhere but alone at the start of a pool
+TEN_POINT_RULE = (
+    "{Trait} is rated up to 10 and is rolled alone: write `{trait} N` at the start of the pool, "
+    "with nothing added to it"
+)
+
 POOL = Positional("pool", "dice pool, e.g. 7 or 3+4", kind="pool", required=True)
 WILLPOWER = Option("wp", "flag", "spend a Willpower point: one automatic success", key="willpower")
 

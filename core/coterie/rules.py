@@ -168,6 +168,14 @@ class Variant(ABC, Generic[RequestT, OutcomeT]):
             return value
         return self.default_difficulty
 
+    def help_notes(self) -> list[Node]:
+        """Lines added at the foot of the bare ``!help`` in rooms on this rule set."""
+        return []
+
+    def help_topics(self) -> Mapping[str, list[Node]]:
+        """Extra ``!help TOPIC`` pages of this rule set (e.g. a ratings table), by topic name."""
+        return {}
+
     def help(self) -> list[Node]:
         """The ``!help roll`` text for this variant."""
         from coterie.elements import BR, Text, code

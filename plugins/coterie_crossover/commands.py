@@ -1,146 +1,18 @@
-"""The crossover chat commands: ``!multi`` (split the smallest pool), ``!move`` (movement), and
-thin crossover versions of ``!roll``, ``!team`` and ``!help``.
-
-The ``!roll`` and ``!team`` here are the core commands with one check in front: a Trait rated up
-to 10 written anywhere but alone at the start of a pool (``!roll 3 rage 6``, ``!roll rage 6
-gnosis 4``) gets the rule's own explanation instead of an "unknown option" error. ``!help``
-adds the chronicle's ratings scale, and ``!help ratings`` / ``!help actions`` topics.
-"""
+"""The crossover chat commands: ``!multi`` (split the smallest pool) and ``!move`` (movement)."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
 from dataclasses import dataclass
 
-from coterie import builtins
-from coterie.app import new_roll_id
-from coterie.commands import Command, CommandContext
+from coterie.commands import Command, CommandContext, new_roll_id
 from coterie.elements import BR, Node, Reply, Text, bold, code, italic
 from coterie.errors import UsageError
 from coterie.grammar import Pool, PoolTerm, number, parse_pool, shorten, suggest, tokens
 from coterie.pools import checked_pool, plural
 from coterie_crossover import rules
 from coterie_crossover.movement import MOVE_USAGE, move
-from coterie_crossover.variant import GRAMMAR, CrossoverOutcome, CrossoverRequest, Side
-
-# --- 10-point Traits are rolled alone -------------------------------------------------------------
-
-_PARTS = re.compile(r"[+=-]")
-
-
-def _trait_in(word: str) -> str | None:
-    """The 10-point Trait a token names, alone or inside a sum like ``2+rage``."""
-    for part in _PARTS.split(word.lower()):
-        if part in rules.TEN_POINT_TRAITS:
-            return part
-    return None
-
-
-def check_trait_placement(words: Sequence[str], prefix: str = "!") -> None:
-    """Refuse a 10-point Trait that is not alone at the start of its side of a roll.
-
-    ``rage 6 7`` is fine; ``3 rage 6``, ``2+rage 6``, ``rage 6 gnosis 4`` are not (sums after the
-    rating, ``rage 6+2``, are refused by the pool check with the same explanation).
-    """
-    sides: list[list[str]] = [[]]
-    for word in words:
-        if word.lower() == "vs":
-            sides.append([])
-        else:
-            sides[-1].append(word)
-    for side in sides:
-        found = [(index, word, _trait_in(word)) for index, word in enumerate(side)]
-        named = [(index, word, trait) for index, word, trait in found if trait]
-        if not named:
-            continue
-        index, word, trait = named[0]
-        assert trait is not None
-        if len(named) > 1 or index != 0 or word.lower() != trait:
-            raise UsageError(
-                f"{trait.title()} is rated up to 10 and is rolled alone: write `{trait} N` at the "
-                f"start of the pool with nothing added to it, e.g. `{prefix}roll {trait} 6 7`"
-            )
-
-
-TEAM_USAGE = "!team POOL [DIFFICULTY] [wp]; POOL [DIFFICULTY] [wp]; ..."
-
-
-def _check_each_roll(ctx: CommandContext, usage: str) -> None:
-    for segment in ctx.args.split(";"):
-        try:
-            check_trait_placement(tokens(segment), ctx.settings.prefix)
-        except UsageError as error:
-            error.usage = usage
-            raise
-
-
-async def roll(ctx: CommandContext) -> Reply:
-    """The core ``!roll`` after the 10-point-Trait check."""
-    _check_each_roll(ctx, GRAMMAR.usage)
-    return await builtins.roll(ctx)
-
-
-async def team(ctx: CommandContext) -> Reply:
-    """The core ``!team`` after the 10-point-Trait check."""
-    _check_each_roll(ctx, TEAM_USAGE)
-    return await builtins.team(ctx)
-
-
-# --- !help with the ratings scale -----------------------------------------------------------------
-
-HELP_TOPICS = ("ratings", "actions")
-HELP_USAGE = "!help [COMMAND | ratings | actions]"
-
-
-def ratings_help() -> list[Node]:
-    body: list[Node] = [bold("Ratings"), Text(" (dots in a Trait)")]
-    for value, label in rules.RATINGS.items():
-        body += [BR, Text(f"{value} — {label}")]
-    body += [BR, Text(f"Above 5 ({rules.BEYOND_HUMAN.lower()}): e.g. werewolf forms.")]
-    return body
-
-
-def actions_help() -> list[Node]:
-    body: list[Node] = [bold("Actions")]
-    groups = (
-        ("No roll needed (unless something complicates it)", rules.AUTOMATIC_ACTIONS),
-        ("Rolled", rules.ROLLED_ACTIONS),
-        ("Reflexive (no roll, no action spent)", rules.REFLEXIVE_ACTIONS),
-    )
-    for title, items in groups:
-        body += [BR, Text(f"{title}: {'; '.join(items)}.")]
-    return body
-
-
-def help_command(ctx: CommandContext) -> list[Node]:
-    """Core ``!help`` plus the ratings scale; ``!help ratings`` and ``!help actions``."""
-    topic = ctx.args.strip().lower().removeprefix(ctx.settings.prefix)
-    if topic in ("ratings", "rating"):
-        return ratings_help()
-    if topic in ("actions", "action"):
-        return actions_help()
-    try:
-        body = builtins.help_command(ctx)
-    except UsageError as error:
-        close = suggest(topic, HELP_TOPICS)
-        if close:
-            error.message = f"there is no help topic `{shorten(topic)}`. Did you mean `{close}`?"
-        error.usage = HELP_USAGE
-        raise
-    if topic:
-        return body
-    scale = ", ".join(f"{value} {label}" for value, label in rules.RATINGS.items())
-    prefix = ctx.settings.prefix
-    return [
-        *body,
-        BR,
-        Text(f"Ratings: {scale}. More: "),
-        code(f"{prefix}help ratings"),
-        Text(", "),
-        code(f"{prefix}help actions"),
-    ]
-
+from coterie_crossover.variant import CrossoverOutcome, CrossoverRequest, Side
 
 # --- !multi: the smallest pool, split among the actions -------------------------------------
 
@@ -359,30 +231,5 @@ COMMANDS = [
             "freely; `stamina N` gives ten turns of full speed per dot; `yards N` is how far "
             "you move while also acting: each yard beyond half the running distance costs a die."
         ),
-    ),
-    Command(
-        name="roll",
-        aliases=("r",),
-        summary="roll a dice pool under the room's rules",
-        usage=builtins.ROLL_USAGE,
-        handler=roll,
-        variants=("crossover",),
-        details="Several rolls in one message are separated by `;`.",
-    ),
-    Command(
-        name="team",
-        summary="teamwork: several characters roll separately, per the room's rules",
-        usage=TEAM_USAGE,
-        handler=team,
-        variants=("crossover",),
-        details="Each member rolls their own pool; the successes are added and any botch is "
-        "flagged, since one member's botch can hurt everyone.",
-    ),
-    Command(
-        name="help",
-        summary="list the commands, or explain one (also: ratings, actions)",
-        usage=HELP_USAGE,
-        handler=help_command,
-        variants=("crossover",),
     ),
 ]

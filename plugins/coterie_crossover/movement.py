@@ -9,8 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from coterie.app import new_roll_id
-from coterie.commands import CommandContext
+from coterie.commands import CommandContext, new_roll_id
 from coterie.elements import BR, Node, Reply, Text, bold, code, italic
 from coterie.errors import UsageError
 from coterie.grammar import Grammar, Option, Parsed, Pool, parse, shorten, suggest, tokens

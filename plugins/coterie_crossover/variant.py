@@ -61,8 +61,10 @@ GRAMMAR = Grammar(
             ),
         ),
         named_traits=rules.TEN_POINT_TRAITS,
+        named_trait_rule=pools.TEN_POINT_RULE,
     ),
     named_traits=rules.TEN_POINT_TRAITS,
+    named_trait_rule=pools.TEN_POINT_RULE,
 )
 
 HOUSE_RULES = (
@@ -293,6 +295,14 @@ class CrossoverVariant(Variant[CrossoverRequest, CrossoverOutcome]):
             )
         return line
 
+    def help_notes(self) -> list[Node]:
+        """The chronicle's ratings scale at the foot of the bare ``!help``."""
+        scale = ", ".join(f"{value} {label}" for value, label in rules.RATINGS.items())
+        return [Text(f"Ratings: {scale}.")]
+
+    def help_topics(self) -> dict[str, list[Node]]:
+        return {"ratings": ratings_help(), "actions": actions_help()}
+
     def help(self) -> list[Node]:
         low, high = rules.USUAL_DIFFICULTIES
         body: list[Node] = [code(GRAMMAR.usage), BR, Text(self.summary), BR]
@@ -454,3 +464,23 @@ def contest_line(outcome: CrossoverOutcome) -> list[Node]:
             Text(f" by {plural(resisted.net, 'success')}"),
         ]
     return [Text("Resisted: "), italic("a tie"), Text(" — neither side gets the better")]
+
+
+def ratings_help() -> list[Node]:
+    body: list[Node] = [bold("Ratings"), Text(" (dots in a Trait)")]
+    for value, label in rules.RATINGS.items():
+        body += [BR, Text(f"{value} — {label}")]
+    body += [BR, Text(f"Above 5 ({rules.BEYOND_HUMAN.lower()}): e.g. werewolf forms.")]
+    return body
+
+
+def actions_help() -> list[Node]:
+    body: list[Node] = [bold("Actions")]
+    groups = (
+        ("No roll needed (unless something complicates it)", rules.AUTOMATIC_ACTIONS),
+        ("Rolled", rules.ROLLED_ACTIONS),
+        ("Reflexive (no roll, no action spent)", rules.REFLEXIVE_ACTIONS),
+    )
+    for title, items in groups:
+        body += [BR, Text(f"{title}: {'; '.join(items)}.")]
+    return body

@@ -28,6 +28,7 @@ CONTEST_GRAMMAR = Grammar(
     options=(DIFF, SEESAW, NEED),
     versus=VERSUS,
     named_traits=rules.TRAITS,
+    named_trait_rule=rules.ONE_TRAIT_RULE,
 )
 
 INITIATIVE_USAGE = (

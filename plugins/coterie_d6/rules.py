@@ -27,6 +27,8 @@ SIDES = 6
 
 #: the Traits a character has; one of them, alone, is the dice pool of an action
 TRAITS = ("physical", "mental", "social", "psychic")
+#: the error for a second Trait named in one pool
+ONE_TRAIT_RULE = "a d6 pool is one Trait: `{trait}` can't be added to the pool already given"
 
 # --- difficulties ---------------------------------------------------------------------------------
 

@@ -58,6 +58,7 @@ VERSUS = Grammar(
     positionals=(POOL, DIFFICULTY),
     options=(DIFF, SEESAW, NEED),
     named_traits=rules.TRAITS,
+    named_trait_rule=rules.ONE_TRAIT_RULE,
 )
 
 ROLL_USAGE = "!roll POOL [DIFFICULTY] [need N] [vs POOL [to N]] [# comment]"
@@ -67,6 +68,7 @@ GRAMMAR = Grammar(
     options=(DIFF, NEED, SEESAW),
     versus=VERSUS,
     named_traits=rules.TRAITS,
+    named_trait_rule=rules.ONE_TRAIT_RULE,
 )
 
 # --- requests -------------------------------------------------------------------------------------

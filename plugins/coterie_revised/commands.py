@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from coterie import pools
 from coterie.commands import Command, CommandContext
 from coterie.elements import BR, Node, Reply, Text, bold
 from coterie.errors import UsageError
@@ -15,6 +16,7 @@ SEGMENT = Grammar(
     positionals=(POOL, DIFFICULTY),
     options=(WILLPOWER,),
     named_traits=rules.TEN_POINT_TRAITS,
+    named_trait_rule=pools.TEN_POINT_RULE,
 )
 MULTI_USAGE = "!multi POOL [DIFFICULTY] [wp]; POOL [DIFFICULTY] [wp]; ... [# comment]"
 

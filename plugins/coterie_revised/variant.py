@@ -80,8 +80,10 @@ GRAMMAR = Grammar(
             ),
         ),
         named_traits=rules.TEN_POINT_TRAITS,
+        named_trait_rule=pools.TEN_POINT_RULE,
     ),
     named_traits=rules.TEN_POINT_TRAITS,
+    named_trait_rule=pools.TEN_POINT_RULE,
 )
 
 HOUSE_RULES = (

@@ -3,8 +3,7 @@ and ``!rouse`` (rouse checks)."""
 
 from __future__ import annotations
 
-from coterie.app import new_roll_id
-from coterie.commands import Command, CommandContext
+from coterie.commands import Command, CommandContext, new_roll_id
 from coterie.elements import Reply
 from coterie.errors import UsageError
 from coterie.grammar import Grammar, Option, Positional, parse, shorten, suggest, tokens
