@@ -4,9 +4,11 @@ small rendering helpers. Rules themselves live in :mod:`coterie.d10` and in each
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
 
-from coterie.elements import Die, Node, Role, dice
+from coterie import d10
+from coterie.elements import Die, Node, Role, Text, bold, dice
 from coterie.errors import UsageError
 from coterie.grammar import Option, Pool, Positional
 
@@ -92,3 +94,66 @@ def plural(n: int, word: str) -> str:
 def face_nodes(faces: Sequence[int], roles: Sequence[Role], sides: int = 10) -> list[Node]:
     """Die elements for faces with their roles, separated by spaces."""
     return dice([Die(face, role, sides) for face, role in zip(faces, roles, strict=True)])
+
+
+# --- resisted and extended actions: reply lines and JSON ------------------------------------------
+
+
+class Tally(Protocol):
+    """Running tallies of an extended and resisted action (``d10.ExtendedResisted`` or alike)."""
+
+    @property
+    def actor(self) -> int: ...
+    @property
+    def opponent(self) -> int: ...
+    @property
+    def target(self) -> int: ...
+    @property
+    def winner(self) -> str | None: ...
+
+
+def resisted_verdict(
+    resisted: d10.Resisted, tally: Tally | None, degree: Callable[[int], str | None]
+) -> list[Node]:
+    """The last line of a resisted roll: who wins and by how much, or the tallies so far."""
+    if tally is not None:
+        line: list[Node] = [
+            Text("Extended and resisted: "),
+            bold(f"{tally.actor}/{tally.target}"),
+            Text(" vs "),
+            bold(f"{tally.opponent}/{tally.target}"),
+        ]
+        if tally.winner == "actor":
+            line.append(Text(" — you reach the goal first and win!"))
+        elif tally.winner == "opponent":
+            line.append(Text(" — the opposition reaches the goal first."))
+        return line
+    if resisted.winner == "actor":
+        return [
+            Text("Resisted: you win with "),
+            bold(plural(resisted.net, "success")),
+            Text(f" ({degree(resisted.net)})"),
+        ]
+    if resisted.winner == "opponent":
+        return [Text("Resisted: the opposition wins by "), bold(plural(resisted.net, "success"))]
+    return [Text("Resisted: a standoff — neither side gets through")]
+
+
+def extended_json(state: d10.Extended) -> dict[str, Any]:
+    """The ``extended`` object of the JSON contract."""
+    return {
+        "progress": state.progress,
+        "target": state.target,
+        "done": state.done,
+        "wiped": state.wiped,
+    }
+
+
+def tally_json(tally: Tally) -> dict[str, Any]:
+    """The ``contest`` object of the JSON contract (extended and resisted actions)."""
+    return {
+        "actor": tally.actor,
+        "opponent": tally.opponent,
+        "target": tally.target,
+        "winner": tally.winner,
+    }

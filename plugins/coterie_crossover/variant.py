@@ -182,20 +182,10 @@ class CrossoverOutcome(Outcome):
             }
         extended = self.extended
         if extended is not None:
-            data["extended"] = {
-                "progress": extended.progress,
-                "target": extended.target,
-                "wiped": extended.wiped,
-                "done": extended.done,
-            }
+            data["extended"] = pools.extended_json(extended)
         race = self.race
         if race is not None:
-            data["contest"] = {
-                "actor": race.actor,
-                "opponent": race.opponent,
-                "target": race.target,
-                "winner": race.winner,
-            }
+            data["contest"] = pools.tally_json(race)
         return data
 
     def render(self) -> list[Node]:

@@ -185,20 +185,10 @@ class LaiaOutcome(Outcome):
             }
         extended = self.extended
         if extended is not None:
-            data["extended"] = {
-                "progress": extended.progress,
-                "target": extended.target,
-                "done": extended.done,
-                "wiped": extended.wiped,
-            }
+            data["extended"] = pools.extended_json(extended)
         contest = self.contest
         if contest is not None:
-            data["contest"] = {
-                "actor": contest.actor,
-                "opponent": contest.opponent,
-                "target": contest.target,
-                "winner": contest.winner,
-            }
+            data["contest"] = pools.tally_json(contest)
         return data
 
     def render(self) -> list[Node]:
@@ -486,26 +476,5 @@ def body(outcome: LaiaOutcome) -> list[Node]:
 
 
 def verdict(outcome: LaiaOutcome) -> list[Node]:
-    contest, resisted = outcome.contest, outcome.resisted
-    assert resisted is not None
-    if contest is not None:
-        line: list[Node] = [
-            Text("Extended and resisted: "),
-            bold(f"{contest.actor}/{contest.target}"),
-            Text(" vs "),
-            bold(f"{contest.opponent}/{contest.target}"),
-        ]
-        if contest.winner == "actor":
-            line.append(Text(" — you reach the goal first and win!"))
-        elif contest.winner == "opponent":
-            line.append(Text(" — the opposition reaches the goal first."))
-        return line
-    if resisted.winner == "actor":
-        return [
-            Text("Resisted: you win with "),
-            bold(plural(resisted.net, "success")),
-            Text(f" ({rules.degree(resisted.net)})"),
-        ]
-    if resisted.winner == "opponent":
-        return [Text("Resisted: the opposition wins by "), bold(plural(resisted.net, "success"))]
-    return [Text("Resisted: a standoff — neither side gets through")]
+    assert outcome.resisted is not None
+    return pools.resisted_verdict(outcome.resisted, outcome.contest, rules.degree)

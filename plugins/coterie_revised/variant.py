@@ -216,14 +216,9 @@ class RevisedOutcome(Outcome):
                 "net": self.resisted.net,
             }
         if self.extended is not None:
-            data["extended"] = {"progress": self.extended.progress, "target": self.extended.target}
+            data["extended"] = pools.extended_json(self.extended)
         if self.contest is not None:
-            data["contest"] = {
-                "actor": self.contest.actor,
-                "opponent": self.contest.opponent,
-                "target": self.contest.target,
-                "winner": self.contest.winner,
-            }
+            data["contest"] = pools.tally_json(self.contest)
         return data
 
     def render(self) -> list[Node]:
@@ -485,27 +480,5 @@ def render(outcome: RevisedOutcome) -> list[Node]:
 
 
 def _resisted_line(outcome: RevisedOutcome) -> list[Node]:
-    contest = outcome.contest
-    resisted = outcome.resisted
-    assert resisted is not None
-    if contest is not None:
-        line: list[Node] = [
-            Text("Extended and resisted: "),
-            bold(f"{contest.actor}/{contest.target}"),
-            Text(" vs "),
-            bold(f"{contest.opponent}/{contest.target}"),
-        ]
-        if contest.winner == "actor":
-            line.append(Text(" — you reach the goal first and win!"))
-        elif contest.winner == "opponent":
-            line.append(Text(" — the opposition reaches the goal first."))
-        return line
-    if resisted.winner == "actor":
-        return [
-            Text("Resisted: you win with "),
-            bold(plural(resisted.net, "success")),
-            Text(f" ({rules.degree(resisted.net)})"),
-        ]
-    if resisted.winner == "opponent":
-        return [Text("Resisted: the opposition wins by "), bold(plural(resisted.net, "success"))]
-    return [Text("Resisted: a standoff — neither side gets through")]
+    assert outcome.resisted is not None
+    return pools.resisted_verdict(outcome.resisted, outcome.contest, rules.degree)
