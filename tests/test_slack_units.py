@@ -461,3 +461,14 @@ def test_the_manifest_matches_the_adapter(root):
     assert [c["command"] for c in commands] == list(SlackSettings().slash_commands)
     assert all(c["should_escape"] is False and c["description"] for c in commands)
     assert manifest["features"]["app_home"]["messages_tab_enabled"] is True
+
+
+def test_config_check_validates_the_slack_table(tmp_path) -> None:
+    from coterie.cli import main
+
+    bad = tmp_path / "bad.toml"
+    bad.write_text('[adapters.slack]\nenabled = true\nmode = "carrier-pigeon"\n', encoding="utf-8")
+    assert main(["config", "check", str(bad)]) == 3
+    good = tmp_path / "good.toml"
+    good.write_text('[adapters.slack]\nenabled = true\nmode = "http"\n', encoding="utf-8")
+    assert main(["config", "check", str(good)]) == 0  # no token needed to check the file

@@ -37,6 +37,10 @@ class SlackAdapter(Adapter):
     name = "slack"
     summary = "Slack workspaces (slack-bolt): Socket Mode or the HTTP Events API"
 
+    @classmethod
+    def check_settings(cls, settings: Mapping[str, Any]) -> None:
+        SlackSettings.from_table(settings)
+
     def __init__(
         self,
         app: Coterie,

@@ -24,8 +24,16 @@ class Adapter(ABC):
     summary: ClassVar[str] = ""
 
     def __init__(self, app: Coterie, settings: Mapping[str, Any]) -> None:
+        """May raise ``ConfigError`` for a permanent problem (a missing token): that stops
+        ``coterie run`` with the message instead of restarting the adapter forever."""
         self.app = app
         self.settings = dict(settings)
+
+    @classmethod
+    def check_settings(cls, settings: Mapping[str, Any]) -> None:
+        """Validate the ``[adapters.NAME]`` table without connecting or reading secrets; raise
+        ``ConfigError`` naming the key. Called at start and by ``coterie config check``."""
+        return None  # the default adapter accepts any table
 
     @abstractmethod
     async def run(self) -> None:

@@ -142,6 +142,7 @@ class Coterie:
                 raise ConfigError(
                     f"adapters.{name}: no such adapter is loaded; loaded adapters: {installed}"
                 )
+            self.adapter_classes[name].check_settings(self.config.adapters[name])
 
     # --- lifecycle ---------------------------------------------------------------------------
 
