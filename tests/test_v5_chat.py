@@ -15,7 +15,7 @@ from coterie import hookimpl
 from coterie.app import Coterie
 from coterie.config import parse_config
 from coterie.dice import DiceSource, FixedDice
-from coterie.elements import Die, Reply, Role, walk
+from coterie.elements import Actions, Die, Reply, Role, walk
 from coterie.encode import to_markdown, to_plain
 from coterie.errors import UsageError
 from coterie.message import Message
@@ -39,7 +39,42 @@ async def send(app: Coterie, text: str, user: str = "ana", room: str = "r") -> R
 
 
 async def say(app: Coterie, text: str, user: str = "ana", room: str = "r") -> str:
-    return to_plain((await send(app, text, user, room)).body)
+    """The reply as plain text, without the re-roll buttons' line (tested on its own below)."""
+    body = [
+        node for node in (await send(app, text, user, room)).body if not isinstance(node, Actions)
+    ]
+    return to_plain(body)
+
+
+def buttons(reply: Reply) -> list[tuple[str, str]]:
+    return [(b.label, b.command) for n in reply.body if isinstance(n, Actions) for b in n.buttons]
+
+
+async def test_a_roll_offers_the_reroll_strategies_that_apply_as_buttons() -> None:
+    # regular 3 4 10 10, Hunger 10: a messy critical, so every strategy applies
+    app = app_with([3, 4, 10, 10, 10])
+    reply = await send(app, "!roll 5 1 3")
+    assert buttons(reply) == [
+        ("Re-roll failures", "!reroll failures"),
+        ("Go for criticals", "!reroll crits"),
+        ("Avoid the messy critical", "!reroll messy"),
+        ("Risky re-roll", "!reroll risky"),
+    ]
+    # all successes, no messy critical: only "crits" has something to do
+    assert buttons(await send(app_with([7, 8, 9]), "!roll 3 0 1")) == [
+        ("Go for criticals", "!reroll crits")
+    ]
+    # after the re-roll (and on checks, trackers, automatic wins) there are none
+    app = app_with([2, 3, 7, 8])
+    await send(app, "!roll 2 0 1")
+    assert buttons(await send(app, "!reroll")) == []
+    assert buttons(await send(app_with([7]), "!rouse")) == []
+    assert buttons(await send(app_with([]), "!roll 6 0 2 auto")) == []
+
+
+async def test_buttons_follow_the_rooms_prefix() -> None:
+    app = app_with([3, 4, 10], defaults={"variant": "v5", "prefix": "?"})
+    assert ("Re-roll failures", "?reroll failures") in buttons(await send(app, "?roll 3 0 1"))
 
 
 # --- !roll replies --------------------------------------------------------------------------------
@@ -455,7 +490,8 @@ def test_console_session_with_reroll_and_rouse(
     )
     assert done.returncode == 0, done.stderr
     assert done.stderr == ""
-    lines = done.stdout.splitlines()
+    assert "Options: !reroll failures" in done.stdout  # the buttons, as the console shows them
+    lines = [line for line in done.stdout.splitlines() if not line.startswith("Options: ")]
     assert lines[0] == "Lynn — sneak"
     assert re.fullmatch(
         rf"6 dice, Hunger 2, Difficulty 3: {DICE}( {DICE}){{3}} \| Hunger {DICE} {DICE}", lines[1]

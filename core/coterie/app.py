@@ -13,7 +13,7 @@ from coterie.adapters import Adapter
 from coterie.commands import Command, CommandContext, new_roll_id
 from coterie.config import Config
 from coterie.dice import DiceSource, SystemDice
-from coterie.elements import BR, NODE_TYPES, Node, Reply, Text, code, walk
+from coterie.elements import BR, NODE_TYPES, Actions, Button, Node, Reply, Text, code, walk
 from coterie.errors import ConfigError, UsageError
 from coterie.grammar import CommandLine, localise, shorten, split_command, suggest
 from coterie.message import Message
@@ -231,6 +231,8 @@ class Coterie:
         Every reply, errors included, passes ``coterie_before_reply`` on its way out."""
         reply = await self._answer(message)
         if reply is not None:
+            prefix = (await self.room_settings(message.room_key)).prefix
+            reply.body = [_localise_buttons(node, prefix) for node in reply.body]
             await self.host.call_async(
                 "coterie_before_reply", app=self, message=message, reply=reply
             )
@@ -315,3 +317,10 @@ def _with_plugin(command: Command, plugin: str) -> Command:
     from dataclasses import replace
 
     return replace(command, plugin=plugin)
+
+
+def _localise_buttons(node: Node, prefix: str) -> Node:
+    """Buttons carry commands written with ``!``, like usage lines: shown in the room's prefix."""
+    if not isinstance(node, Actions):
+        return node
+    return Actions(tuple(Button(b.label, localise(b.command, prefix)) for b in node.buttons))

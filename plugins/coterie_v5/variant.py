@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
-from coterie.elements import BR, Die, Node, Role, Text, bold, code, dice
+from coterie.elements import BR, Actions, Button, Die, Node, Role, Text, bold, code, dice
 from coterie.errors import UsageError
 from coterie.grammar import Grammar, Option, Parsed, Positional, shorten, suggest
 from coterie.pools import plural
@@ -384,6 +384,31 @@ AnyOutcome = V5Outcome | RouseOutcome
 LAST_ROLL = "last:{user}"
 
 
+#: the Willpower re-roll buttons offered under a roll, in this order
+REROLL_BUTTONS = (
+    (rules.Strategy.FAILURES, "Re-roll failures"),
+    (rules.Strategy.CRITICALS, "Go for criticals"),
+    (rules.Strategy.AVOID_MESSY, "Avoid the messy critical"),
+    (rules.Strategy.RISKY, "Risky re-roll"),
+)
+
+
+def reroll_options(outcome: V5Outcome) -> list[rules.Strategy]:
+    """The Willpower re-roll strategies that would do something for this roll (none for an
+    automatic win, a tracker roll or a roll already re-rolled)."""
+    request = outcome.request
+    if outcome.actor is None or outcome.rerolled or request.automatic:
+        return []
+    if request.actor.tracker is not None:
+        return []
+    difficulty = outcome.verdict.difficulty
+    return [
+        strategy
+        for strategy, _ in REROLL_BUTTONS
+        if rules.reroll_problem(outcome.actor, difficulty, strategy) is None
+    ]
+
+
 class V5Variant(Variant[Request, AnyOutcome]):
     name = NAME
     title = "Vampire: the Masquerade, 5th edition"
@@ -547,6 +572,17 @@ class V5Variant(Variant[Request, AnyOutcome]):
             raise UsageError(problem)
         indexes = rules.reroll_indexes(outcome.actor.regular, strategy)
         return RerollRequest(base=base, faces=faces, indexes=indexes, strategy=strategy)
+
+    def compose(self, outcomes: Sequence[AnyOutcome], who: str, comment: str | None) -> list[Node]:
+        """The usual reply, plus buttons for the Willpower re-rolls the last roll allows."""
+        body = super().compose(outcomes, who, comment)
+        last = outcomes[-1] if outcomes else None
+        options = reroll_options(last) if isinstance(last, V5Outcome) else []
+        if options:
+            labels = dict(REROLL_BUTTONS)
+            buttons = tuple(Button(labels[s], f"!reroll {s.value}") for s in options)
+            body += [BR, Actions(buttons)]
+        return body
 
     # --- teamwork and help -------------------------------------------------------------------
 
