@@ -1,0 +1,11 @@
+"""The Matrix adapter (see docs/platforms/matrix.md)."""
+
+from __future__ import annotations
+
+from coterie import hookimpl
+from coterie.adapters import Adapter
+
+
+@hookimpl
+def coterie_adapters() -> list[type[Adapter]]:
+    return []
