@@ -1,11 +1,15 @@
-"""The Telegram adapter (see docs/platforms/telegram.md)."""
+"""The Telegram adapter (python-telegram-bot): long polling or a webhook (see
+docs/platforms/telegram.md)."""
 
 from __future__ import annotations
 
 from coterie import hookimpl
 from coterie.adapters import Adapter
+from coterie_telegram.adapter import TelegramAdapter
+
+__all__ = ["TelegramAdapter"]
 
 
 @hookimpl
 def coterie_adapters() -> list[type[Adapter]]:
-    return []
+    return [TelegramAdapter]

@@ -1,0 +1,144 @@
+"""The Telegram adapter against the telegram-test-api emulator (the npm package pinned in
+tests/telegram/package.json), started once for this module through our launcher on 127.0.0.1.
+
+The real python-telegram-bot ``Bot`` polls the emulator with ``getUpdates`` and answers with
+``sendMessage``; the users' side goes through the emulator's client routes. What the emulator
+cannot do (the command menu, photos, buttons, forum topics, rendering HTML) is covered against
+the fake Bot API in test_telegram_polling.py and test_telegram_webhook.py."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from coterie_telegram import TelegramAdapter
+from telegram_emulator import BOT_USERNAME, Emulator, new_token, running_emulator
+from telegram_fake import make_core, serving, settle
+
+LYNN = {"id": 501, "is_bot": False, "first_name": "Lynn", "username": "lynn"}
+MARK = {"id": 502, "is_bot": False, "first_name": "Mark"}
+
+
+def private_chat(user: dict[str, Any]) -> dict[str, Any]:
+    return {"id": user["id"], "first_name": user["first_name"], "type": "private"}
+
+
+def group(chat_id: int) -> dict[str, Any]:
+    return {"id": chat_id, "title": "The coterie", "type": "group"}
+
+
+@pytest.fixture(scope="module")
+def emulator() -> Iterator[Emulator]:
+    with running_emulator() as running:
+        yield running
+
+
+def adapter_for(emulator: Emulator, token: str, faces: list[int], **core: Any) -> TelegramAdapter:
+    settings = {
+        "enabled": True,
+        "api_url": emulator.api_url,
+        "bot_token_env": "EMULATOR_BOT_TOKEN",
+        # the emulator answers getUpdates at once, whatever the timeout: poll every 50 ms
+        "poll_timeout": 0,
+        "poll_interval": 0.05,
+        # the emulator has no setMyCommands (the fake Bot API covers the menu)
+        "command_menu": False,
+    }
+    return TelegramAdapter(
+        make_core(faces, **core), settings, environ={"EMULATOR_BOT_TOKEN": token}
+    )
+
+
+async def test_the_launcher_fixes_get_me_and_message_dates(emulator):
+    token = new_token()
+    me = await emulator.bot_api(token, "getMe")
+    assert me["ok"] is True and me["result"]["is_bot"] is True
+    assert me["result"]["username"] == BOT_USERNAME
+    sent = await emulator.bot_api(token, "sendMessage", chat_id=1, text="hello")
+    assert abs(sent["result"]["date"] - time.time()) < 60  # seconds, not milliseconds
+    assert sent["result"]["text"] == "hello"
+
+
+async def test_slash_roll_in_a_private_chat(emulator):
+    token = new_token()
+    async with serving(adapter_for(emulator, token, [10, 7, 1, 3, 6, 8, 2])) as adapter:
+        await emulator.say(token, private_chat(LYNN), LYNN, "/roll 7 6")
+        [reply] = await emulator.replies(token, LYNN["id"], 1)
+        await settle(adapter)
+    assert reply["parse_mode"] == "HTML"
+    assert reply["text"].startswith("<b>Lynn</b>\n7 dice, difficulty 6 (Standard): ")
+    assert "<b>10</b> <b>7</b> <s>1</s> 3 <s>6</s> <b>8</b> 2" in reply["text"]
+    assert "<b>3 successes</b> — Complete" in reply["text"]
+    command_id = await emulator.message_id_of(token, "/roll 7 6")
+    assert json.loads(reply["reply_parameters"])["message_id"] == command_id
+
+
+async def test_a_command_for_this_bot_in_a_group_and_not_one_for_another(emulator):
+    token = new_token()
+    chat = group(-9001)
+    async with serving(adapter_for(emulator, token, [9, 9, 2, 4, 6, 1, 7, 5])) as adapter:
+        # privacy mode delivers /roll@OurBot; /roll@OtherBot is not for us
+        await emulator.say(token, chat, MARK, "/roll@SomeOtherBot 1 6")
+        await emulator.say(token, chat, LYNN, f"/roll@{BOT_USERNAME} 7 6")
+        await emulator.say(token, chat, MARK, "/roll 1 6")
+        replies = await emulator.replies(token, chat["id"], 2)
+        await settle(adapter)
+        assert await emulator.no_more_replies(token, chat["id"]) == []
+    first, second = replies
+    assert first["text"].startswith("<b>Lynn</b>\n7 dice, difficulty 6 (Standard): <b>9</b>")
+    assert second["text"].startswith("<b>Mark</b>\n1 die, difficulty 6 (Standard): 5\n")
+    assert int(first["chat_id"]) == chat["id"]
+
+
+async def test_the_room_prefix_in_a_group_and_chatter_left_alone(emulator):
+    token = new_token()
+    chat = group(-9002)
+    async with serving(adapter_for(emulator, token, [8, 3])) as adapter:
+        await emulator.say(token, chat, LYNN, "let us roll for it")
+        await emulator.say(token, chat, LYNN, "!roll 2 6 # sneaking <past> the guard & co")
+        [reply] = await emulator.replies(token, chat["id"], 1)
+        await settle(adapter)
+        assert await emulator.no_more_replies(token, chat["id"]) == []
+    # the comment is escaped for HTML parse mode
+    assert reply["text"].startswith(
+        "<b>Lynn</b> — <i>sneaking &lt;past&gt; the guard &amp; co</i>\n2 dice"
+    )
+
+
+async def test_an_error_reply(emulator):
+    token = new_token()
+    async with serving(adapter_for(emulator, token, [5])) as adapter:
+        await emulator.say(token, private_chat(LYNN), LYNN, "/roll 7 x")
+        [reply] = await emulator.replies(token, LYNN["id"], 1)
+        await settle(adapter)
+    assert reply["text"].startswith("⚠ ")
+    assert "Usage: <code>!roll" in reply["text"]
+
+
+async def test_a_v5_roll_then_a_willpower_reroll(emulator):
+    token = new_token()
+    chat = group(-9003)
+    faces = [2, 3, 7, 8, 4, 9, 1, 6]
+    adapter = adapter_for(emulator, token, faces, variants=("revised", "v5"))
+    async with serving(adapter):
+        await emulator.say(token, chat, LYNN, "/variant v5")
+        [switched] = await emulator.replies(token, chat["id"], 1)
+        await emulator.say(token, chat, LYNN, "!roll 5 0 3")
+        [roll] = await emulator.replies(token, chat["id"], 1)
+        await emulator.say(token, chat, LYNN, "!reroll")
+        [reroll] = await emulator.replies(token, chat["id"], 1)
+        await emulator.say(token, chat, LYNN, "!reroll")
+        [again] = await emulator.replies(token, chat["id"], 1)
+        await settle(adapter)
+    assert "now plays <b>Vampire: the Masquerade, 5th edition</b> (v5)" in switched["text"]
+    assert "5 dice, Difficulty 3: 2 3 <b>7</b> <b>8</b> 4" in roll["text"]
+    # the re-roll strategies that apply, as inline buttons under the roll
+    keyboard = roll["reply_markup"]["inline_keyboard"]
+    assert [b["text"] for row in keyboard for b in row] == ["Re-roll failures", "Go for criticals"]
+    assert "Difficulty 3: <b>9</b> 1 <b>7</b> <b>8</b> <b>6</b>\n<b>Win</b>" in reroll["text"]
+    assert "Willpower re-roll (failures): 2 3 4 → 9 1 6." in reroll["text"]
+    assert again["text"].startswith("⚠ your last roll was already re-rolled")
