@@ -1,11 +1,15 @@
-"""The Matrix adapter (see docs/platforms/matrix.md)."""
+"""The Matrix adapter (matrix-nio, end-to-end encryption with vodozemac): see
+docs/platforms/matrix.md."""
 
 from __future__ import annotations
 
 from coterie import hookimpl
 from coterie.adapters import Adapter
+from coterie_matrix.adapter import MatrixAdapter
+
+__all__ = ["MatrixAdapter"]
 
 
 @hookimpl
 def coterie_adapters() -> list[type[Adapter]]:
-    return []
+    return [MatrixAdapter]

@@ -1,0 +1,951 @@
+"""The Matrix bot on matrix-nio: log in, follow the event stream (``/sync``), answer commands.
+
+The sync loop is the adapter's own (not nio's ``sync_forever``) so that it controls exactly
+what is remembered and when:
+
+* **Resuming.** After a sync is processed its ``next_batch`` token is saved (see
+  :mod:`coterie_matrix.session`) once every answer started from that sync or an earlier one has
+  been sent. A restart resumes from the saved token: nothing already answered is read again,
+  nothing read but not yet answered is lost. Answered event ids are also remembered, and every
+  send uses a transaction id derived from the command's event id (the homeserver answers a
+  repeated one with the event it already made), so even a crash between sending and saving
+  cannot post a reply twice. The first sync of a fresh session is the *backlog*: invitations
+  and memberships are processed, old messages are not.
+* **Reconnecting.** A sync that fails to connect (homeserver restarting, network down) is
+  retried after ``reconnect_initial`` seconds, doubling up to ``reconnect_max``, from the same
+  token. Sends are retried the same way with the same transaction id.
+* **Encryption.** nio decrypts incoming events during the sync; the loop does what
+  ``sync_forever`` would (upload one-time keys, query and claim device keys, send to-device
+  messages) and keeps undecryptable events for a few minutes in case their key arrives late.
+  Replies in encrypted rooms are encrypted for every device of the room's members (the bot
+  cannot verify devices interactively; see docs/platforms/matrix.md).
+
+matrix-nio is imported here; this module is imported only when the adapter runs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import io
+import logging
+import time
+from collections import OrderedDict, deque
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+from nio import (  # type: ignore[import-untyped]
+    AsyncClient,
+    AsyncClientConfig,
+    EncryptionError,
+    ErrorResponse,
+    LocalProtocolError,
+    LoginResponse,
+    MegolmEvent,
+    RoomSendResponse,
+    SyncResponse,
+    UploadResponse,
+    WhoamiResponse,
+)
+
+from coterie.app import Coterie
+from coterie.elements import Image, Reply
+from coterie.message import Message
+from coterie_matrix import content
+from coterie_matrix.content import Target
+from coterie_matrix.formatting import Part as TextPart
+from coterie_matrix.formatting import button_keys, escape, render
+from coterie_matrix.incoming import read_command
+from coterie_matrix.session import RecentRecords, Session
+from coterie_matrix.settings import Credentials, MatrixSettings
+
+log = logging.getLogger("coterie.matrix")
+
+PLATFORM = "matrix"
+#: how long :meth:`MatrixBot.drain` waits for answers still being sent
+DRAIN_SECONDS = 10.0
+#: answered event ids remembered (a restart resumes at most one sync behind)
+ANSWERED_SIZE = 5000
+#: replies whose reaction buttons can be pressed, and for how long
+BUTTON_RECORDS = 2000
+BUTTON_SECONDS = 24 * 3600.0
+#: undecryptable events kept for a late key: how many, how long
+UNDECRYPTED_SIZE = 200
+UNDECRYPTED_SECONDS = 300.0
+#: attempts of one send while the homeserver is unreachable
+SEND_ATTEMPTS = 8
+#: typing notices: how long each lasts, how often it is renewed, how long at most
+TYPING_MS = 30_000
+TYPING_RENEW = 20.0
+TYPING_LIMIT = 600.0
+#: how long the sync loop waits for the answers to one sync before it syncs again
+ANSWER_WAIT = 0.5
+#: timeline events per room and sync (a gap after a long absence is read up to this many)
+TIMELINE_LIMIT = 100
+
+#: failures of the connection itself: retried with back-off
+CONNECTION_ERRORS: tuple[type[Exception], ...] = (
+    aiohttp.ClientConnectionError,
+    aiohttp.ClientPayloadError,
+    TimeoutError,
+    ConnectionError,
+)
+#: error codes meaning the login is over (a new one is needed)
+LOGGED_OUT = frozenset({"M_UNKNOWN_TOKEN", "M_MISSING_TOKEN"})
+
+
+def key_store_class() -> type[Any]:
+    """nio's default key store, minus two database queries per sync: after every sync nio saves
+    the rooms that became encrypted in it, even when there are none (most syncs), which costs
+    milliseconds on the path of every command."""
+    from nio.store import DefaultStore  # type: ignore[import-untyped]
+
+    class KeyStore(DefaultStore):  # type: ignore[misc]
+        def save_encrypted_rooms(self, rooms: Iterable[str]) -> None:
+            if rooms:
+                super().save_encrypted_rooms(rooms)
+
+    return KeyStore
+
+
+class LoginFailed(RuntimeError):
+    """The homeserver refused the credentials (or ended the session): the adapter crashes and the
+    app's supervisor restarts it, logging in again, with back-off."""
+
+
+class Unreachable(RuntimeError):
+    """The homeserver answered with a transient error (e.g. 502 from its proxy)."""
+
+
+class Backoff:
+    """Exponential waits: ``initial``, doubling, at most ``maximum``; :meth:`reset` on success."""
+
+    def __init__(self, initial: float, maximum: float) -> None:
+        self.initial = initial
+        self.maximum = maximum
+        self._next = initial
+
+    def next(self) -> float:
+        wait = self._next
+        self._next = min(self._next * 2, self.maximum)
+        return wait
+
+    def reset(self) -> None:
+        self._next = self.initial
+
+
+@dataclass
+class _Batch:
+    """The answers started from one sync; its token is saved when all are done."""
+
+    token: str
+    tasks: set[asyncio.Task[None]]
+
+
+class MatrixBot:
+    """One Matrix account answering through a :class:`~coterie.app.Coterie`."""
+
+    def __init__(
+        self,
+        core: Coterie,
+        settings: MatrixSettings,
+        credentials: Credentials,
+        *,
+        store_dir: Path | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.core = core
+        self.settings = settings
+        self.credentials = credentials
+        self.store_dir = store_dir
+        self.clock = clock
+        self.user_id = settings.user_id
+        self.session = Session(core.state, settings.user_id, store_dir)
+        self.answered = RecentRecords(core.state, "matrix.answered", ANSWERED_SIZE)
+        self.buttons = RecentRecords(core.state, "matrix.buttons", BUTTON_RECORDS)
+        self.client: Any = None
+        #: the token the next sync starts from (``None``: a fresh session, the backlog is skipped)
+        self.next_batch: str | None = None
+        #: set after each successful sync, cleared while the homeserver is unreachable
+        self.connected = asyncio.Event()
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._batches: deque[_Batch] = deque()
+        self._in_flight: set[str] = set()
+        self._invites_seen: set[str] = set()
+        #: invitations not answered yet (room id → inviter)
+        self._invitations: dict[str, str] = {}
+        self._undecrypted: OrderedDict[str, tuple[str, Any, float]] = OrderedDict()
+        self._backoff = Backoff(settings.reconnect_initial, settings.reconnect_max)
+        self._failure: LoginFailed | None = None
+        self._presses = asyncio.Lock()
+
+    # --- logging in ------------------------------------------------------------------------------
+
+    @property
+    def device_id(self) -> str | None:
+        return None if self.client is None else self.client.device_id
+
+    def _config(self) -> Any:
+        extra: dict[str, Any] = {}
+        if self.settings.encryption:
+            extra["store"] = key_store_class()
+        return AsyncClientConfig(
+            # connection failures raise at once: the sync loop and the senders retry them with
+            # their own back-off (and the same transaction ids)
+            max_timeouts=0,
+            max_limit_exceeded=5,
+            request_timeout=self.settings.request_timeout,
+            encryption_enabled=self.settings.encryption,
+            store_sync_tokens=False,
+            pickle_key=self.credentials.store_passphrase or "DEFAULT_KEY",
+            **extra,
+        )
+
+    def _key_store(self, device_id: str) -> Path | None:
+        if self.store_dir is None:
+            return None
+        return self.store_dir / f"{self.user_id}_{device_id}.db"
+
+    async def login(self) -> None:
+        """Log in (access token or password) and load the key store. Connection failures raise
+        one of :data:`CONNECTION_ERRORS`; refused credentials raise :class:`LoginFailed`."""
+        saved = await self.session.load()
+        if self.store_dir is not None:
+            self.store_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        device_id = saved.device_id
+        if self.settings.encryption and device_id:
+            store = self._key_store(device_id)
+            if store is not None and not store.exists():
+                log.warning(
+                    "the key store of device %s is missing from %s: logging in as a new device",
+                    device_id,
+                    self.store_dir,
+                )
+                await self.session.forget_device()
+                device_id, saved = None, await self.session.load()
+        client = AsyncClient(
+            self.settings.homeserver,
+            self.user_id,
+            device_id=device_id or "",
+            store_path=str(self.store_dir) if self.store_dir is not None else "",
+            config=self._config(),
+        )
+        try:
+            if self.credentials.access_token:
+                await self._login_with_token(client, self.credentials.access_token)
+            else:
+                await self._login_with_password(client, self.credentials.password or "")
+        except ValueError as error:  # nio loads the key store while logging in
+            await client.close()
+            raise LoginFailed(
+                f"cannot open the key store in {self.store_dir}: {error} (if "
+                f"${self.settings.store_passphrase_env} changed, set it back, or move the store "
+                "away to start a new device)"
+            ) from error
+        except BaseException:
+            await client.close()
+            raise
+        try:
+            await self._republish_lost_keys(client)
+        except BaseException:
+            await client.close()
+            raise
+        self.client = client
+        if client.device_id != saved.device_id:
+            # a new device: its to-device messages (room keys) start now, so a sync token saved
+            # by another device is not resumed (the backlog is skipped instead)
+            await self.session.forget_device()
+            await self.session.save(device_id=client.device_id)
+            saved = await self.session.load()
+        self.next_batch = saved.next_batch
+        if self.settings.encryption and client.olm is None:
+            log.warning("end-to-end encryption is unavailable: encrypted rooms are not answered")
+        log.info(
+            "logged in to %s as %s (device %s)%s",
+            self.settings.homeserver,
+            self.user_id,
+            client.device_id,
+            ", resuming the event stream" if self.next_batch else "",
+        )
+
+    async def _republish_lost_keys(self, client: Any) -> None:
+        """If the store says the device's keys are published but the homeserver has none (the
+        device was signed out, which deletes them, and a login made it again), publish them
+        again: without them nobody could encrypt for the bot."""
+        if client.olm is None or not client.olm.account.shared:
+            return  # nothing published yet: the first key upload does it
+        client.olm.users_for_key_query.add(self.user_id)
+        response = await client.keys_query()
+        if isinstance(response, ErrorResponse):
+            log.warning("could not check the device's published keys: %s", _describe(response))
+            return
+        if client.device_id in (response.device_keys.get(self.user_id) or {}):
+            return
+        log.warning(
+            "the homeserver has no keys for device %s (was it signed out?): publishing them again",
+            client.device_id,
+        )
+        client.olm.account.shared = False
+        await _checked(client.keys_upload(), "publishing the device's keys")
+
+    async def _login_with_token(self, client: Any, token: str) -> None:
+        client.access_token = token
+        client.user_id = self.user_id
+        who = await client.whoami()
+        if not isinstance(who, WhoamiResponse):
+            if _is_transient(who):
+                raise Unreachable(_describe(who))
+            raise LoginFailed(
+                f"the homeserver refused the access token from ${self.settings.access_token_env}: "
+                f"{_describe(who)}"
+            )
+        if who.user_id != self.user_id:
+            raise LoginFailed(
+                f"the access token from ${self.settings.access_token_env} belongs to "
+                f"{who.user_id}, not to {self.user_id}"
+            )
+        if not who.device_id:
+            raise LoginFailed(
+                f"the access token from ${self.settings.access_token_env} has no device"
+            )
+        client.restore_login(self.user_id, who.device_id, token)
+
+    async def _login_with_password(self, client: Any, password: str) -> None:
+        response = await client.login(password=password, device_name=self.settings.device_name)
+        if not isinstance(response, LoginResponse):
+            if _is_transient(response):
+                raise Unreachable(_describe(response))
+            raise LoginFailed(
+                f"the homeserver refused the password from ${self.settings.password_env} for "
+                f"{self.user_id}: {_describe(response)}"
+            )
+
+    # --- the sync loop ---------------------------------------------------------------------------
+
+    def _filter(self, first: bool) -> dict[str, Any]:
+        """Timelines of up to :data:`TIMELINE_LIMIT` events (one when the backlog is skipped
+        anyway), no presence."""
+        limit = 1 if first else TIMELINE_LIMIT
+        return {"presence": {"types": []}, "room": {"timeline": {"limit": limit}}}
+
+    async def fetch(self, *, resumed: bool) -> Any | None:
+        """One sync request (nio decrypts what it brings). ``resumed``: the first sync of this
+        client from a saved token; the client knows no room yet, so full state is requested.
+        ``None`` when the homeserver could not be reached (wait :meth:`retry_delay`, retry)."""
+        self.raise_if_failed()
+        fresh = self.next_batch is None
+        quick = fresh or resumed or not self.connected.is_set()
+        try:
+            response = await self.client.sync(
+                timeout=0 if quick else int(self.settings.sync_timeout * 1000),
+                sync_filter=self._filter(fresh),
+                since=self.next_batch,
+                full_state=True if resumed else None,
+            )
+        except CONNECTION_ERRORS as error:
+            self._unreachable(error)
+            return None
+        if not isinstance(response, SyncResponse):
+            if _logged_out(response):
+                raise LoginFailed(f"the homeserver ended the session: {_describe(response)}")
+            self._unreachable(response)
+            return None
+        return response
+
+    async def handle(self, response: Any) -> None:
+        """Everything a sync brought: invitations, kicks, commands, button presses (answers run
+        in tracked tasks), then key maintenance and the checkpoint."""
+        if not self.connected.is_set():
+            log.info("Matrix: connected to %s", self.settings.homeserver)
+        self.connected.set()
+        self._backoff.reset()
+        fresh = self.next_batch is None
+        batch = _Batch(token=response.next_batch, tasks=set())
+        self._batches.append(batch)
+        await self._process(response, batch, backlog=fresh)
+        self.next_batch = response.next_batch
+        if batch.tasks:
+            # Answer before asking for more: the homeserver (one process) then serves the
+            # replies without a new sync competing with them. A slow command only holds the
+            # stream for ANSWER_WAIT seconds; it finishes in the background.
+            await asyncio.wait(batch.tasks, timeout=ANSWER_WAIT)
+        await self._housekeeping()
+        await self.checkpoint()
+
+    def raise_if_failed(self) -> None:
+        """Raise the :class:`LoginFailed` an answer ran into (the session is over)."""
+        if self._failure is not None:
+            raise self._failure
+
+    def _unreachable(self, why: object) -> None:
+        if self.connected.is_set():
+            log.warning("Matrix: lost the homeserver (%s); reconnecting", _describe(why))
+        else:
+            log.info("Matrix: homeserver unreachable (%s)", _describe(why))
+        self.connected.clear()
+
+    def retry_delay(self) -> float:
+        """How long to wait before the next attempt to reach the homeserver."""
+        return self._backoff.next()
+
+    async def checkpoint(self) -> None:
+        """Save the newest sync token whose answers (and all earlier ones) are all sent."""
+        token = None
+        while self._batches and all(task.done() for task in self._batches[0].tasks):
+            token = self._batches.popleft().token
+        if token is not None:
+            await self.session.save(next_batch=token)
+
+    async def _housekeeping(self) -> None:
+        """Invitations still to answer, then what ``sync_forever`` does between syncs: keys and
+        to-device messages; then encrypted events whose key may have arrived."""
+        if self._invitations:
+            await self._answer_invitations()
+        client = self.client
+        if client.olm is None:
+            return
+        try:
+            if client.should_upload_keys:
+                await _checked(
+                    client.keys_upload(),
+                    "uploading the device's keys (if another client already uploaded keys for "
+                    f"device {client.device_id}, give the bot a device of its own)",
+                )
+            if client.should_query_keys:
+                await _checked(client.keys_query(), "querying device keys")
+            if client.should_claim_keys:
+                users = client.get_users_for_key_claiming()
+                await _checked(client.keys_claim(users), "claiming one-time keys")
+            await client.send_to_device_messages()
+        except CONNECTION_ERRORS as error:
+            log.info("key maintenance postponed: %s", _describe(error))
+        except LocalProtocolError as error:
+            log.warning("key maintenance failed: %s", error)
+        await self._retry_undecrypted()
+
+    # --- what a sync brings ----------------------------------------------------------------------
+
+    async def _process(self, response: Any, batch: _Batch, *, backlog: bool) -> None:
+        for room_id, info in response.rooms.invite.items():
+            await self._on_invite(room_id, info.invite_state)
+        for room_id, info in response.rooms.leave.items():
+            await self._on_leave(room_id, [*info.state, *info.timeline.events])
+        if backlog:
+            if response.rooms.join:
+                log.info("skipped the backlog of %d room(s)", len(response.rooms.join))
+            return
+        for room_id, info in response.rooms.join.items():
+            for event in self._after_own_join(info.timeline.events):
+                self._on_event(room_id, event, batch)
+
+    def _after_own_join(self, events: list[Any]) -> list[Any]:
+        """The timeline after the bot's own join, if it joined in this sync: history from before
+        (visible in rooms that share it) is not for the bot."""
+        for index in range(len(events) - 1, -1, -1):
+            source = getattr(events[index], "source", {})
+            if (
+                source.get("type") == "m.room.member"
+                and source.get("state_key") == self.user_id
+                and (source.get("content") or {}).get("membership") == "join"
+                and ((source.get("unsigned") or {}).get("prev_content") or {}).get("membership")
+                != "join"
+            ):
+                return events[index + 1 :]
+        return events
+
+    def _on_event(self, room_id: str, event: Any, batch: _Batch | None) -> None:
+        if isinstance(event, MegolmEvent):
+            self._keep_undecrypted(room_id, event)
+            return
+        source = getattr(event, "source", None)
+        if not isinstance(source, dict) or source.get("sender") == self.user_id:
+            return  # not an event, or the bot's own
+        kind = source.get("type")
+        if kind == "m.room.message":
+            self._on_message(room_id, source, batch)
+        elif kind == "m.reaction":
+            self._on_reaction(room_id, source, batch)
+
+    def _too_old(self, source: Mapping[str, Any]) -> bool:
+        sent = source.get("origin_server_ts")
+        if not isinstance(sent, int):
+            return False
+        age = self.clock() - sent / 1000
+        if age > self.settings.max_event_age:
+            log.info("not answering %s: it is %.0f s old", source.get("event_id"), age)
+            return True
+        return False
+
+    def _on_message(self, room_id: str, source: dict[str, Any], batch: _Batch | None) -> None:
+        body = source.get("content")
+        event_id = source.get("event_id")
+        sender = source.get("sender")
+        if not isinstance(body, dict) or not isinstance(event_id, str):
+            return
+        room = self.client.rooms.get(room_id)
+        me = room.users.get(self.user_id) if room is not None else None
+        command = read_command(body, self.user_id, me.display_name if me is not None else None)
+        if command is None or not isinstance(sender, str) or self._too_old(source):
+            return
+        direct = room is not None and not room.is_named and room.joined_count <= 2
+        message = Message(
+            platform=PLATFORM,
+            room=room_id,
+            user=sender,
+            text=command.text,
+            user_name=room.user_name(sender) if room is not None else None,
+            thread=command.thread,
+            reply_to=event_id,
+            message_id=event_id,
+            addressed=command.addressed or direct,
+        )
+        self._spawn(event_id, self._answer_message(message), batch)
+
+    def _on_reaction(self, room_id: str, source: dict[str, Any], batch: _Batch | None) -> None:
+        relates = (source.get("content") or {}).get("m.relates_to") or {}
+        event_id, sender = source.get("event_id"), source.get("sender")
+        target, key = relates.get("event_id"), relates.get("key")
+        if (
+            relates.get("rel_type") != "m.annotation"
+            or not isinstance(event_id, str)
+            or not isinstance(sender, str)
+            or not isinstance(target, str)
+            or not isinstance(key, str)
+            or self._too_old(source)
+        ):
+            return
+        self._spawn(event_id, self._answer_press(room_id, event_id, sender, target, key), batch)
+
+    # --- answering -------------------------------------------------------------------------------
+
+    def _spawn(self, event_id: str, work: Coroutine[Any, Any, None], batch: _Batch | None) -> None:
+        """Answer ``event_id`` in a tracked task (once, however often it is seen)."""
+        if event_id in self._in_flight:
+            work.close()
+            return
+        self._in_flight.add(event_id)
+        task = asyncio.get_running_loop().create_task(self._once(event_id, work))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        if batch is not None:
+            batch.tasks.add(task)
+
+    async def _once(self, event_id: str, work: Coroutine[Any, Any, None]) -> None:
+        try:
+            if await self.answered.contains(event_id):
+                work.close()
+                log.debug("%s was answered before", event_id)
+                return
+            await work
+            await self.answered.put(event_id, int(self.clock()))
+        except LoginFailed as error:
+            self._failure = error
+        except Exception:
+            log.exception("answering %s failed", event_id)
+        finally:
+            self._in_flight.discard(event_id)
+
+    def thread_for(self, thread: str | None, event_id: str) -> str | None:
+        """The thread a reply goes to, by the ``thread`` setting."""
+        if self.settings.thread == "never":
+            return None
+        if self.settings.thread == "always":
+            return thread or event_id
+        return thread
+
+    async def _answer_message(self, message: Message) -> None:
+        assert message.message_id is not None
+        async with self.typing(message.room):
+            reply = await self.core.handle(message)
+        if reply is None:
+            return
+        target = Target(
+            room_id=message.room,
+            reply_to=message.message_id,
+            thread=self.thread_for(message.thread, message.message_id),
+        )
+        await self.deliver(reply, target, owner=message.user, cause=message.message_id)
+
+    async def _answer_press(
+        self, room_id: str, event_id: str, presser: str, target_id: str, key: str
+    ) -> None:
+        """A reaction: a button press if it is one of a reply's keys."""
+        room = self.client.rooms.get(room_id)
+        async with self._presses:  # check and spend the buttons in one step
+            record = await self.buttons.get(target_id)
+            if not isinstance(record, dict) or key not in (record.get("options") or {}):
+                return  # an ordinary reaction
+            target = Target(room_id=room_id, reply_to=target_id, thread=record.get("thread"))
+            owner = str(record.get("owner"))
+            if presser != owner:
+                who = (room.user_name(owner) if room is not None else None) or owner
+                problem = f"Only {who} can use these buttons: they belong to that roll."
+            elif record.get("used"):
+                problem = "These buttons were already used."
+            elif self.clock() - float(record.get("ts") or 0) > BUTTON_SECONDS:
+                problem = "These buttons have expired: type the command instead."
+            else:
+                problem = None
+                await self.buttons.put(target_id, {**record, "used": True})
+        if problem is not None:
+            await self.notify(target, problem, event_id)
+            return
+        await self._remove_keys(room_id, record, event_id)
+        message = Message(
+            platform=PLATFORM,
+            room=room_id,
+            user=presser,
+            text=str(record["options"][key]),
+            user_name=room.user_name(presser) if room is not None else None,
+            thread=record.get("thread"),
+            reply_to=target_id,
+            message_id=event_id,
+            addressed=True,
+        )
+        async with self.typing(room_id):
+            reply = await self.core.handle(message)
+        if reply is not None:
+            await self.deliver(reply, target, owner=presser, cause=event_id)
+
+    async def _remove_keys(self, room_id: str, record: Mapping[str, Any], cause: str) -> None:
+        """Take the bot's own reactions off a reply whose button was pressed (best effort)."""
+        for index, reaction_id in enumerate((record.get("reactions") or {}).values()):
+            try:
+                response = await self.client.room_redact(
+                    room_id,
+                    reaction_id,
+                    reason="used",
+                    tx_id=content.transaction_id(cause, f"unkey{index}"),
+                )
+            except CONNECTION_ERRORS as error:
+                log.info("could not remove a button from %s: %s", room_id, _describe(error))
+                return
+            if isinstance(response, ErrorResponse):
+                log.info("could not remove a button from %s: %s", room_id, _describe(response))
+
+    @contextlib.asynccontextmanager
+    async def typing(self, room_id: str) -> AsyncIterator[None]:
+        """Show the bot typing in ``room_id`` while the block runs longer than ``typing_delay``."""
+        if not self.settings.typing:
+            yield
+            return
+        started = asyncio.Event()
+        task = asyncio.get_running_loop().create_task(self._keep_typing(room_id, started))
+        try:
+            yield
+        finally:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+            if started.is_set():
+                await self._typing_notice(room_id, False)
+
+    async def _keep_typing(self, room_id: str, started: asyncio.Event) -> None:
+        await asyncio.sleep(self.settings.typing_delay)
+        deadline = time.monotonic() + TYPING_LIMIT
+        while time.monotonic() < deadline:
+            started.set()
+            await self._typing_notice(room_id, True)
+            await asyncio.sleep(TYPING_RENEW)
+
+    async def _typing_notice(self, room_id: str, typing: bool) -> None:
+        try:
+            response = await self.client.room_typing(
+                room_id, typing_state=typing, timeout=TYPING_MS
+            )
+        except CONNECTION_ERRORS as error:
+            log.debug("typing notice not sent: %s", _describe(error))
+            return
+        if isinstance(response, ErrorResponse):
+            log.debug("typing notice refused: %s", _describe(response))
+
+    # --- sending ---------------------------------------------------------------------------------
+
+    async def deliver(self, reply: Reply, target: Target, *, owner: str, cause: str) -> None:
+        """Send ``reply`` as notices (split to fit), then its images, then its reaction keys.
+        ``owner`` may press the buttons; ``cause`` (the event answered) seeds transaction ids."""
+        keyed = button_keys(reply.body, self.settings.buttons)
+        parts = render(reply.body, keys=[key for key, _ in keyed], meta=reply.meta)
+        meta: dict[str, Any] = {"kind": reply.kind, **reply.meta}
+        button_event: str | None = None
+        for index, part in enumerate(parts):
+            info = {**meta, "part": index + 1, "parts": len(parts)} if len(parts) > 1 else meta
+            event_id = await self.send(
+                target.room_id,
+                "m.room.message",
+                content.notice(part, target, info),
+                content.transaction_id(cause, f"part{index}"),
+            )
+            if part.buttons and event_id is not None:
+                button_event = event_id
+        for index, picture in enumerate(reply.images()):
+            await self._send_image(picture, target, content.transaction_id(cause, f"image{index}"))
+        if keyed and button_event is not None:
+            await self._offer_buttons(target, button_event, keyed, owner, cause)
+
+    async def notify(self, target: Target, text: str, cause: str) -> None:
+        """A one-line notice in reply to ``target``."""
+        part = TextPart(html=escape(text), plain=text)
+        await self.send(
+            target.room_id,
+            "m.room.message",
+            content.notice(part, target, {"kind": "notice"}),
+            content.transaction_id(cause, "notice"),
+        )
+
+    async def _offer_buttons(
+        self,
+        target: Target,
+        event_id: str,
+        keyed: Iterable[tuple[str, Any]],
+        owner: str,
+        cause: str,
+    ) -> None:
+        options = {key: button.command for key, button in keyed}
+        record: dict[str, Any] = {
+            "owner": owner,
+            "thread": target.thread,
+            "options": options,
+            "reactions": {},
+            "used": False,
+            "ts": self.clock(),
+        }
+        await self.buttons.put(event_id, record)
+        for index, key in enumerate(options):
+            reaction_id = await self.send(
+                target.room_id,
+                "m.reaction",
+                content.reaction(event_id, key),
+                content.transaction_id(cause, f"key{index}"),
+            )
+            if reaction_id is not None:
+                record["reactions"][key] = reaction_id
+        await self.buttons.put(event_id, record)
+
+    async def _send_image(self, picture: Image, target: Target, txn: str) -> None:
+        room = self.client.rooms.get(target.room_id)
+        encrypted = bool(room is not None and room.encrypted)
+        upload: Any = None
+        keys: dict[str, Any] | None = None
+        backoff = Backoff(self.settings.reconnect_initial, self.settings.reconnect_max)
+        for attempt in range(SEND_ATTEMPTS):
+            try:
+                upload, keys = await self.client.upload(
+                    io.BytesIO(picture.data),
+                    content_type=picture.mime,
+                    filename=picture.filename,
+                    encrypt=encrypted,
+                    filesize=len(picture.data),
+                )
+                break
+            except CONNECTION_ERRORS as error:
+                if attempt + 1 == SEND_ATTEMPTS:
+                    log.warning("could not upload %s: %s", picture.filename, _describe(error))
+                    return
+                await asyncio.sleep(backoff.next())
+        if not isinstance(upload, UploadResponse):
+            log.warning("the homeserver refused the upload of %s: %s", picture.filename, upload)
+            await self.notify(target, f"I could not upload the image ({picture.alt}).", txn)
+            return
+        image = content.image(picture, target, url=upload.content_uri, encryption=keys)
+        await self.send(target.room_id, "m.room.message", image, txn)
+
+    async def send(
+        self, room_id: str, event_type: str, body: dict[str, Any], txn: str
+    ) -> str | None:
+        """Send one event; the event id, or ``None`` if it could not be sent (logged). A lost
+        connection is retried with back-off and the same transaction id."""
+        room = self.client.rooms.get(room_id)
+        if room is not None and room.encrypted and self.client.olm is None:
+            log.warning("not answering in %s: the room is encrypted and encryption is off", room_id)
+            return None
+        backoff = Backoff(self.settings.reconnect_initial, self.settings.reconnect_max)
+        for attempt in range(SEND_ATTEMPTS):
+            try:
+                response = await self.client.room_send(
+                    room_id, event_type, body, tx_id=txn, ignore_unverified_devices=True
+                )
+            except CONNECTION_ERRORS as error:
+                if attempt + 1 == SEND_ATTEMPTS:
+                    log.warning("gave up sending to %s: %s", room_id, _describe(error))
+                    return None
+                await asyncio.sleep(backoff.next())
+                continue
+            except LocalProtocolError as error:
+                log.warning("cannot send to %s: %s", room_id, error)
+                return None
+            if isinstance(response, RoomSendResponse):
+                return str(response.event_id)
+            if _logged_out(response):
+                raise LoginFailed(f"the homeserver ended the session: {_describe(response)}")
+            if _is_transient(response) and attempt + 1 < SEND_ATTEMPTS:
+                await asyncio.sleep(backoff.next())
+                continue
+            log.warning("the homeserver refused a message to %s: %s", room_id, _describe(response))
+            return None
+        return None
+
+    # --- rooms -----------------------------------------------------------------------------------
+
+    async def _on_invite(self, room_id: str, state: list[Any]) -> None:
+        # nio's invite events keep the membership as attributes (not in ``source``)
+        inviter = next(
+            (
+                str(event.sender)
+                for event in state
+                if getattr(event, "state_key", None) == self.user_id
+                and getattr(event, "membership", None) == "invite"
+            ),
+            None,
+        )
+        if inviter is None or room_id in self._invites_seen:
+            return
+        self._invites_seen.add(room_id)
+        self._invitations[room_id] = inviter
+        await self._answer_invitations()
+
+    async def _answer_invitations(self) -> None:
+        """Join (or decline, by ``invite_policy``) the rooms the bot is invited to; an answer
+        that cannot reach the homeserver is tried again after the next sync."""
+        for room_id, inviter in list(self._invitations.items()):
+            accept = self.settings.may_invite(inviter)
+            try:
+                if accept:
+                    response = await self.client.join(room_id)
+                else:
+                    response = await self.client.room_leave(room_id)
+            except CONNECTION_ERRORS as error:
+                log.info("the invitation to %s waits: %s", room_id, _describe(error))
+                return
+            if isinstance(response, ErrorResponse) and _is_transient(response):
+                log.info("the invitation to %s waits: %s", room_id, _describe(response))
+                continue
+            del self._invitations[room_id]
+            if isinstance(response, ErrorResponse):
+                log.warning(
+                    "could not %s the invitation to %s from %s: %s",
+                    "accept" if accept else "decline",
+                    room_id,
+                    inviter,
+                    _describe(response),
+                )
+                self._invites_seen.discard(room_id)
+            elif accept:
+                log.info("joined %s, invited by %s", room_id, inviter)
+            else:
+                log.info(
+                    "declined the invitation to %s from %s (invite_policy = %s)",
+                    room_id,
+                    inviter,
+                    self.settings.invite_policy,
+                )
+
+    async def _on_leave(self, room_id: str, events: list[Any]) -> None:
+        """Kicked or banned: log who did it and why, and forget the room."""
+        self._invites_seen.discard(room_id)
+        for event in reversed(events):
+            source = getattr(event, "source", {})
+            if source.get("type") != "m.room.member" or source.get("state_key") != self.user_id:
+                continue
+            membership = (source.get("content") or {}).get("membership")
+            by = source.get("sender")
+            if by != self.user_id and membership in ("leave", "ban"):
+                reason = (source.get("content") or {}).get("reason")
+                log.warning(
+                    "%s by %s from %s%s; leaving it",
+                    "banned" if membership == "ban" else "removed",
+                    by,
+                    room_id,
+                    f" ({reason})" if reason else "",
+                )
+                with contextlib.suppress(*CONNECTION_ERRORS):
+                    await self.client.room_forget(room_id)
+            break
+
+    # --- encrypted events whose key is late ------------------------------------------------------
+
+    def _keep_undecrypted(self, room_id: str, event: Any) -> None:
+        if self.client.olm is None:
+            log.info("cannot read an encrypted message in %s: encryption is off", room_id)
+            return
+        log.info("cannot decrypt %s in %s yet; waiting for its key", event.event_id, room_id)
+        self._undecrypted[event.event_id] = (room_id, event, time.monotonic())
+        while len(self._undecrypted) > UNDECRYPTED_SIZE:
+            self._undecrypted.popitem(last=False)
+
+    async def _retry_undecrypted(self) -> None:
+        now = time.monotonic()
+        for event_id, (room_id, event, seen) in list(self._undecrypted.items()):
+            if now - seen > UNDECRYPTED_SECONDS:
+                log.warning("gave up decrypting %s in %s", event_id, room_id)
+                del self._undecrypted[event_id]
+                continue
+            try:
+                decrypted = self.client.decrypt_event(event)
+            except EncryptionError:
+                continue
+            del self._undecrypted[event_id]
+            decrypted.room_id = room_id
+            self._on_event(room_id, decrypted, self._batches[-1] if self._batches else None)
+
+    # --- shutting down ---------------------------------------------------------------------------
+
+    @property
+    def busy(self) -> int:
+        """Answers still being worked on."""
+        return len(self._tasks)
+
+    async def drain(self, timeout: float = DRAIN_SECONDS) -> None:
+        """Wait until every answer started so far is sent; cancel what is left after
+        ``timeout`` seconds."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while self._tasks:
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                left = list(self._tasks)
+                log.warning("%d answers still pending at shutdown: cancelled", len(left))
+                for task in left:
+                    task.cancel()
+                await asyncio.gather(*left, return_exceptions=True)
+                return
+            await asyncio.wait(set(self._tasks), timeout=remaining)
+
+    async def close(self) -> None:
+        """Finish pending answers, save the sync token, close the connection."""
+        await self.drain()
+        if self.client is not None:
+            try:
+                await self.checkpoint()
+                self.session.flush()
+            finally:
+                await self.client.close()
+
+
+async def _checked(call: Any, what: str) -> None:
+    response = await call
+    if isinstance(response, ErrorResponse):
+        log.warning("%s failed: %s", what, _describe(response))
+
+
+def _describe(what: object) -> str:
+    if isinstance(what, ErrorResponse):
+        return f"{what.status_code or 'error'}: {what.message}"
+    if isinstance(what, BaseException):
+        return f"{type(what).__name__}: {what}" if str(what) else type(what).__name__
+    return str(what)
+
+
+def _logged_out(response: object) -> bool:
+    return isinstance(response, ErrorResponse) and response.status_code in LOGGED_OUT
+
+
+def _is_transient(response: object) -> bool:
+    """An error a proxy or a restarting homeserver gives (no Matrix error code, or 5xx)."""
+    if not isinstance(response, ErrorResponse):
+        return False
+    status = getattr(getattr(response, "transport_response", None), "status", None)
+    return response.status_code in (None, "M_UNKNOWN") and (status is None or status >= 500)

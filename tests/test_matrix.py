@@ -1,0 +1,578 @@
+"""The Matrix adapter end to end against a real Synapse on 127.0.0.1 (tests/matrix_synapse.py):
+the bot and the players are real matrix-nio clients. Invitations (live, offline, refused),
+commands by prefix and by mention, HTML and plain bodies, reply and thread relations, errors,
+long replies, images, reaction buttons, typing, an encrypted room, kicks, a restart of the bot
+and a restart of the homeserver.
+
+One homeserver serves the whole module; every test registers fresh users.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import re
+from collections.abc import AsyncIterator, Iterator
+
+import pytest
+from nio.crypto.attachments import decrypt_attachment
+
+from coterie_matrix.bot import LoginFailed
+from coterie_matrix.formatting import KEYCAPS, PART_BYTES
+from matrix_helpers import (
+    PNG,
+    WAIT_SECONDS,
+    MatrixTestCommands,
+    Player,
+    make_adapter,
+    make_core,
+    serving,
+    start_player,
+)
+from matrix_synapse import Account, Synapse, running_synapse
+
+pytestmark = pytest.mark.timeout(120)
+
+#: ``!roll 5 6`` with these faces: 10 and 7 succeed, the 1 cancels the 6
+FACES = [10, 7, 1, 3, 6]
+
+
+@pytest.fixture(scope="module")
+def synapse() -> Iterator[Synapse]:
+    with running_synapse() as server:
+        yield server
+
+
+@pytest.fixture
+async def bot(synapse: Synapse) -> Account:
+    return await asyncio.to_thread(synapse.register, None)
+
+
+@pytest.fixture
+async def player(synapse: Synapse) -> AsyncIterator[Player]:
+    lynn = await start_player(synapse)
+    try:
+        yield lynn
+    finally:
+        await lynn.close()
+
+
+@pytest.fixture
+async def other(synapse: Synapse) -> AsyncIterator[Player]:
+    mark = await start_player(synapse)
+    try:
+        yield mark
+    finally:
+        await mark.close()
+
+
+async def joined_room(
+    player: Player, bot: Account, *, name: str | None = "game", encrypted: bool = False
+) -> str:
+    """A room made by ``player`` that the running bot has joined."""
+    room = await player.create_room(invite=[bot.user_id], name=name, encrypted=encrypted)
+    await player.wait_joined(room, bot.user_id)
+    return room
+
+
+# --- the basics ----------------------------------------------------------------------------------
+
+
+async def test_invited_it_joins_and_answers_a_roll_with_html_and_plain(
+    synapse, bot, player, tmp_path
+):
+    adapter = make_adapter(make_core(FACES), synapse, bot, tmp_path / "store")
+    async with serving(adapter):
+        room = await joined_room(player, bot)
+        command = await player.say(room, "!roll 5 6 # <b>ambush</b> & @room")
+        reply = await player.wait_reply(bot.user_id, command)
+
+    content = reply.content
+    assert reply.sender == bot.user_id and not reply.encrypted
+    assert content["msgtype"] == "m.notice"
+    assert content["format"] == "org.matrix.custom.html"
+    assert content["m.relates_to"] == {"m.in_reply_to": {"event_id": command}}
+    assert content["m.mentions"] == {}  # nobody is pinged, not even by "@room"
+    name = player.account.localpart  # Synapse's default display name
+    html = content["formatted_body"]
+    # the comment escaped: no tag reaches the client
+    assert html.startswith(
+        f"<strong>{name}</strong> — <em>&lt;b&gt;ambush&lt;/b&gt; &amp; @room</em><br>"
+    )
+    assert "<b>" not in html
+    green = '<font color="#2e9e48" data-mx-color="#2e9e48">'
+    grey = '<font color="#8a8f98" data-mx-color="#8a8f98">'
+    assert (
+        f"(Standard): <strong>{green}10</font></strong> <strong>{green}7</font></strong> "
+        f"<del>{grey}1</font></del> {grey}3</font> <del>{grey}6</font></del><br>"
+    ) in html
+    assert "<strong>2 successes</strong>" in html
+    roll_id = content["coterie.reply"]["roll_id"]
+    assert content["coterie.reply"] == {"kind": "ok", "roll_id": roll_id, "variant": "revised"}
+    assert html.endswith(f"<sub>roll {roll_id} · revised</sub>")
+    assert content["body"].splitlines() == [
+        f"{name} — <b>ambush</b> & @room",
+        "5 dice, difficulty 6 (Standard): 10 7 1 3 6",
+        content["body"].splitlines()[2],
+        f"roll {roll_id} · revised",
+    ]
+    assert content["body"].splitlines()[2].startswith("2 successes")
+
+
+async def test_what_it_ignores_and_its_own_notices(synapse, bot, player, tmp_path):
+    adapter = make_adapter(make_core(), synapse, bot, tmp_path / "store")
+    async with serving(adapter):
+        room = await joined_room(player, bot)
+        chat = await player.say(room, "just chatting, not a command")
+        notice = await player.send(room, {"msgtype": "m.notice", "body": "!roll 5 6"})
+        emote = await player.send(room, {"msgtype": "m.emote", "body": "!roll 5 6"})
+        original = await player.say(room, "!roll 3 6")
+        await player.wait_reply(bot.user_id, original)
+        edit = await player.send(
+            room,
+            {
+                "msgtype": "m.text",
+                "body": "* !roll 4 6",
+                "m.new_content": {"msgtype": "m.text", "body": "!roll 4 6"},
+                "m.relates_to": {"rel_type": "m.replace", "event_id": original},
+            },
+        )
+        # the bot's reply to this one is a notice reading "!roll 5 6": it must not answer it
+        parrot = await player.say(room, "!say !roll 5 6")
+        echoed = await player.wait_reply(bot.user_id, parrot)
+        assert echoed.content["body"] == "!roll 5 6"
+        last = await player.say(room, "!echo done")
+        await player.wait_reply(bot.user_id, last)
+        await player.settle(1.0)
+
+    answered = {
+        reply.content["m.relates_to"]["m.in_reply_to"]["event_id"]
+        for reply in player.replies(bot.user_id)
+    }
+    assert answered == {original, parrot, last}
+    assert len(player.replies(bot.user_id)) == 3
+    assert not {chat, notice, emote, edit, echoed.event_id} & answered
+
+
+async def test_mentions_address_the_bot(synapse, bot, player, other, tmp_path):
+    adapter = make_adapter(make_core(), synapse, bot, tmp_path / "store")
+    async with serving(adapter):
+        room = await joined_room(player, bot)
+        await player.invite(room, other.user_id)
+        await other.join(room)
+        await player.wait_joined(room, other.user_id)
+        name = bot.localpart
+        by_id = await player.say(room, f"{bot.user_id} echo by id")
+        by_pill = await player.say(
+            room,
+            f"{name}: echo by pill",
+            format="org.matrix.custom.html",
+            formatted_body=f'<a href="https://matrix.to/#/{bot.user_id}">{name}</a>: echo by pill',
+        )
+        by_name = await player.say(room, f"{name}, echo by name")
+        bare = await player.say(room, f"@{name}")
+        elsewhere = await player.say(room, f"echo is what {bot.user_id} does")
+        for command, words in ((by_id, "by id"), (by_pill, "by pill"), (by_name, "by name")):
+            reply = await player.wait_reply(bot.user_id, command)
+            assert reply.content["body"] == f"{player.account.localpart}: {words}"
+        helped = await player.wait_reply(bot.user_id, bare)
+        assert "!roll" in helped.content["body"]  # a bare mention shows the help
+        await player.settle(0.5)
+    assert player.replies(bot.user_id, elsewhere) == []
+
+
+async def test_a_command_in_a_thread_is_answered_in_the_thread(synapse, bot, player, tmp_path):
+    adapter = make_adapter(make_core(), synapse, bot, tmp_path / "store")
+    async with serving(adapter):
+        room = await joined_room(player, bot)
+        root = await player.say(room, "scene: the docks")
+        command = await player.say(
+            room,
+            "!roll 3 6",
+            **{
+                "m.relates_to": {
+                    "rel_type": "m.thread",
+                    "event_id": root,
+                    "is_falling_back": True,
+                    "m.in_reply_to": {"event_id": root},
+                }
+            },
+        )
+        reply = await player.wait_reply(bot.user_id, command)
+    assert reply.content["m.relates_to"] == {
+        "rel_type": "m.thread",
+        "event_id": root,
+        "is_falling_back": False,
+        "m.in_reply_to": {"event_id": command},
+    }
+
+
+async def test_errors_are_friendly_notices(synapse, bot, player, tmp_path):
+    adapter = make_adapter(make_core(), synapse, bot, tmp_path / "store")
+    async with serving(adapter):
+        room = await joined_room(player, bot)
+        bad = await player.say(room, "!roll 0")
+        unknown = await player.say(room, "!rol 5")
+        error = await player.wait_reply(bot.user_id, bad)
+        typo = await player.wait_reply(bot.user_id, unknown)
+    assert error.content["msgtype"] == "m.notice"
+    assert error.content["coterie.reply"]["kind"] == "error"
+    assert error.content["body"].startswith("⚠ ")
+    assert "Usage: !roll POOL" in error.content["body"]
+    assert "<br>Usage: <code>!roll POOL" in error.content["formatted_body"]
+    assert "Did you mean" in typo.content["body"] and "!roll" in typo.content["body"]
+
+
+async def test_room_settings_come_from_the_core(synapse, bot, player, tmp_path):
+    core = make_core(FACES)
+    adapter = make_adapter(core, synapse, bot, tmp_path / "store")
+    async with serving(adapter):
+        room = await joined_room(player, bot)
+        await core.update_room(f"matrix:{room}", prefix="?")
+        ignored = await player.say(room, "!roll 5 6")
+        command = await player.say(room, "?roll 5 6")
+        reply = await player.wait_reply(bot.user_id, command)
+        await player.settle(0.5)
+    assert "2 successes" in reply.content["body"]
+    assert player.replies(bot.user_id, ignored) == []
+
+
+async def test_a_private_chat_needs_no_prefix(synapse, bot, player, tmp_path):
+    adapter = make_adapter(make_core(FACES), synapse, bot, tmp_path / "store")
+    async with serving(adapter):
+        room = await joined_room(player, bot, name=None)  # an unnamed room of two
+        command = await player.say(room, "roll 5 6")
+        reply = await player.wait_reply(bot.user_id, command)
+    assert "2 successes" in reply.content["body"]
+
+
+# --- long replies, images, buttons, typing -------------------------------------------------------
+
+
+async def test_a_long_reply_is_split_under_the_event_limit(synapse, bot, player, tmp_path):
+    adapter = make_adapter(make_core(), synapse, bot, tmp_path / "store")
+    lines = 900
+    async with serving(adapter):
+        room = await joined_room(player, bot)
+        command = await player.say(room, f"!long {lines}")
+        await player.wait_for(
+            lambda s: (
+                s.replies_to(command)
+                and s.content.get("coterie.reply", {}).get("part")
+                == s.content.get("coterie.reply", {}).get("parts")
+            ),
+            "the last part",
+        )
+        await player.settle(0.3)
+    parts = player.replies(bot.user_id, command)
+    count = parts[0].content["coterie.reply"]["parts"]
+    assert count >= 3 and len(parts) == count
+    assert [p.content["coterie.reply"]["part"] for p in parts] == list(range(1, count + 1))
+    for part in parts:
+        assert len(json.dumps(part.source, ensure_ascii=False).encode()) < 65_536
+        size = len(part.content["body"].encode()) + len(part.content["formatted_body"].encode())
+        assert size <= PART_BYTES
+        assert not part.content["formatted_body"].startswith("<br>")
+    plain = "\n".join(p.content["body"] for p in parts).splitlines()
+    assert plain == [f"line {i:05d} <&> " + "x" * 40 for i in range(lines)]
+    html = "<br>".join(p.content["formatted_body"] for p in parts).split("<br>")
+    assert html == [f"line {i:05d} &lt;&amp;&gt; " + "x" * 40 for i in range(lines)]
+
+
+async def test_an_image_is_uploaded_and_sent_as_m_image(synapse, bot, player, tmp_path):
+    adapter = make_adapter(make_core(), synapse, bot, tmp_path / "store")
+    async with serving(adapter):
+        room = await joined_room(player, bot)
+        command = await player.say(room, "!chart")
+        image = await player.wait_for(
+            lambda s: s.replies_to(command) and s.content.get("msgtype") == "m.image", "an image"
+        )
+        [text] = [r for r in player.replies(bot.user_id, command) if r is not image]
+        data = await player.download(image.content["url"])
+    assert text.content["body"] == "Odds of 5 dice:"
+    content = image.content
+    assert content["body"] == "odds of 5 dice" and content["filename"] == "odds.png"
+    assert content["info"] == {"mimetype": "image/png", "size": len(PNG), "w": 3, "h": 2}
+    assert content["url"].startswith("mxc://") and "file" not in content
+    assert content["m.relates_to"] == {"m.in_reply_to": {"event_id": command}}
+    assert data == PNG
+
+
+async def test_reaction_buttons_only_for_the_roller(synapse, bot, player, other, tmp_path):
+    adapter = make_adapter(make_core(), synapse, bot, tmp_path / "store")
+    async with serving(adapter):
+        room = await joined_room(player, bot)
+        await player.invite(room, other.user_id)
+        await other.join(room)
+        await player.wait_joined(room, other.user_id)
+        command = await player.say(room, "!offer")
+        offer = await player.wait_reply(bot.user_id, command)
+        one, two = KEYCAPS[:2]
+        assert offer.content["body"].splitlines()[1] == (
+            f"React to choose: {one} Re-roll 3 failures (!echo rerolled) · {two} Keep (echo kept)"
+        )
+        assert (
+            f"{one} Re-roll 3 failures (<code>!echo rerolled</code>)"
+            in (offer.content["formatted_body"])
+        )
+        keys = {}
+        for key in (one, two):
+            seen = await player.wait_for(
+                lambda s, key=key: (
+                    s.type == "m.reaction"
+                    and s.sender == bot.user_id
+                    and s.content["m.relates_to"]
+                    == {"rel_type": "m.annotation", "event_id": offer.event_id, "key": key}
+                ),
+                f"the bot's {key} reaction",
+            )
+            keys[key] = seen.event_id
+        # someone else presses: told off, nothing runs
+        intruder = await other.react(room, offer.event_id, one)
+        refused = await player.wait_reply(bot.user_id, offer.event_id, "a refusal")
+        assert refused.content["body"] == (
+            f"Only {player.account.localpart} can use these buttons: they belong to that roll."
+        )
+        # an ordinary reaction is not a press
+        await player.react(room, offer.event_id, "👍")
+        # the roller presses 1️⃣: "!echo rerolled" runs as theirs
+        press = await player.react(room, offer.event_id, one)
+        ran = await player.wait_for(
+            lambda s: s.replies_to(offer.event_id) and s.content["body"].endswith(": rerolled"),
+            "the pressed command's answer",
+        )
+        assert ran.content["body"] == f"{player.account.localpart}: rerolled"
+        # the bot took its own reactions back
+        for reaction in keys.values():
+            await player.wait_for(
+                lambda s, reaction=reaction: (
+                    s.type == "m.room.redaction"
+                    and s.sender == bot.user_id
+                    and reaction in (s.source.get("redacts"), s.content.get("redacts"))
+                ),
+                "the bot removing its reaction",
+            )
+        # pressing again: the buttons are spent
+        again = await player.react(room, offer.event_id, two)
+        spent = await player.wait_for(
+            lambda s: s.replies_to(offer.event_id) and "already used" in s.content["body"],
+            "the spent notice",
+        )
+        assert spent.content["body"] == "These buttons were already used."
+        await player.settle(0.5)
+    # exactly: the refusal (to the intruder), the answer, the spent notice
+    assert len(player.replies(bot.user_id, offer.event_id)) == 3
+    assert adapter.bot is not None
+    for reaction in (intruder, press, again):
+        assert await adapter.bot.answered.contains(reaction)
+
+
+async def test_typing_while_a_slow_command_runs(synapse, bot, player, tmp_path):
+    plugin = MatrixTestCommands()
+    adapter = make_adapter(make_core(plugin=plugin), synapse, bot, tmp_path / "store")
+    async with serving(adapter):
+        room = await joined_room(player, bot)
+        command = await player.say(room, "!slow")
+        deadline = asyncio.get_running_loop().time() + WAIT_SECONDS
+        while not any(r == room and bot.user_id in users for r, users in player.typing):
+            assert asyncio.get_running_loop().time() < deadline, "the bot never typed"
+            await player.sync(500)
+        assert player.replies(bot.user_id, command) == []
+        plugin.gate.set()
+        reply = await player.wait_reply(bot.user_id, command)
+        assert reply.content["body"] == "done waiting"
+        while not (player.typing and bot.user_id not in player.typing[-1][1]):
+            assert asyncio.get_running_loop().time() < deadline, "the bot kept typing"
+            await player.sync(500)
+
+
+# --- encryption ----------------------------------------------------------------------------------
+
+
+async def test_an_encrypted_room(synapse, bot, player, tmp_path):
+    adapter = make_adapter(make_core(FACES), synapse, bot, tmp_path / "store")
+    async with serving(adapter):
+        room = await joined_room(player, bot, encrypted=True)
+        command = await player.say(room, "!roll 5 6")
+        reply = await player.wait_reply(bot.user_id, command)
+        chart = await player.say(room, "!chart")
+        image = await player.wait_for(
+            lambda s: s.replies_to(chart) and s.content.get("msgtype") == "m.image", "an image"
+        )
+        encrypted_file = image.content["file"]
+        ciphertext = await player.download(encrypted_file["url"])
+    # the command went out encrypted and the bot read it; its reply came back encrypted
+    assert next(s for s in player.events if s.event_id == command).encrypted
+    assert reply.encrypted and reply.content["msgtype"] == "m.notice"
+    assert "<strong>2 successes</strong>" in reply.content["formatted_body"]
+    assert reply.content["m.relates_to"] == {"m.in_reply_to": {"event_id": command}}
+    assert image.encrypted and "url" not in image.content
+    assert ciphertext != PNG
+    plain = decrypt_attachment(
+        ciphertext,
+        encrypted_file["key"]["k"],
+        encrypted_file["hashes"]["sha256"],
+        encrypted_file["iv"],
+    )
+    assert plain == PNG
+
+
+# --- rooms: policy, offline invitations, kicks ---------------------------------------------------
+
+
+async def test_invite_policy_allowlist(synapse, bot, player, other, tmp_path):
+    core = make_core()
+    adapter = make_adapter(
+        core,
+        synapse,
+        bot,
+        tmp_path / "store",
+        invite_policy="allowlist",
+        allowed_inviters=[player.user_id],
+    )
+    async with serving(adapter):
+        refused = await other.create_room(invite=[bot.user_id])
+        await other.wait_for(
+            lambda s: (
+                s.room_id == refused
+                and s.type == "m.room.member"
+                and s.source.get("state_key") == bot.user_id
+                and s.content.get("membership") == "leave"
+            ),
+            "the bot declining",
+        )
+        accepted = await player.create_room(invite=[bot.user_id])
+        await player.wait_joined(accepted, bot.user_id)
+
+
+async def test_offline_invitation_is_accepted_and_the_backlog_skipped(
+    synapse, bot, player, tmp_path
+):
+    room = await player.create_room(invite=[bot.user_id])
+    before = await player.say(room, "!roll 5 6")  # sent before the bot ever ran
+    adapter = make_adapter(make_core(), synapse, bot, tmp_path / "store")
+    async with serving(adapter):
+        await player.wait_joined(room, bot.user_id)
+        after = await player.say(room, "!roll 1 6")
+        await player.wait_reply(bot.user_id, after)
+        await player.settle(0.5)
+    assert player.replies(bot.user_id, before) == []
+
+
+async def test_kicked_it_leaves_gracefully(synapse, bot, player, tmp_path, caplog):
+    caplog.set_level(logging.INFO, logger="coterie.matrix")
+    adapter = make_adapter(make_core(), synapse, bot, tmp_path / "store")
+    async with serving(adapter):
+        room = await joined_room(player, bot)
+        response = await player.client.room_kick(room, bot.user_id, reason="too lucky")
+        assert type(response).__name__ == "RoomKickResponse", response
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + WAIT_SECONDS
+        while "removed by" not in caplog.text:
+            assert loop.time() < deadline, "the bot did not notice the kick"
+            await asyncio.sleep(0.05)
+        assert adapter.bot is not None and adapter.bot.connected.is_set()
+        after = await player.say(room, "!roll 2 6")
+        await player.settle(0.5)
+    assert f"removed by {player.user_id} from {room} (too lucky)" in caplog.text
+    assert player.replies(bot.user_id, after) == []
+
+
+# --- logging in, restarts ------------------------------------------------------------------------
+
+
+async def test_access_token_login(synapse, bot, player, tmp_path):
+    adapter = make_adapter(make_core(), synapse, bot, tmp_path / "store", token=True)
+    async with serving(adapter):
+        assert adapter.bot is not None and adapter.bot.device_id == bot.device_id
+        room = await joined_room(player, bot)
+        command = await player.say(room, "!roll 2 6")
+        await player.wait_reply(bot.user_id, command)
+
+
+async def test_a_refused_password_fails_the_adapter(synapse, bot, tmp_path):
+    wrong = Account(bot.user_id, "not-the-password", bot.access_token, bot.device_id)
+    adapter = make_adapter(make_core(), synapse, wrong, tmp_path / "store")
+    with pytest.raises(LoginFailed, match="refused the password"):
+        await asyncio.wait_for(adapter.run(), WAIT_SECONDS)
+
+
+async def test_a_changed_store_passphrase_is_a_clear_failure(synapse, bot, tmp_path):
+    store = tmp_path / "store"
+    async with serving(make_adapter(make_core(), synapse, bot, store, passphrase="one")):
+        pass
+    assert list(store.glob("*.db")), "the key store was not written"
+    adapter = make_adapter(make_core(), synapse, bot, store, passphrase="two")
+    with pytest.raises(LoginFailed, match=r"cannot open the key store .*STORE_PASSPHRASE changed"):
+        await asyncio.wait_for(adapter.run(), WAIT_SECONDS)
+
+
+async def test_a_signed_out_device_publishes_its_keys_again(synapse, bot, player, tmp_path):
+    store = tmp_path / "store"
+    first = make_adapter(make_core(), synapse, bot, store)
+    async with serving(first):
+        assert first.bot is not None
+        device = first.bot.device_id
+    published = await asyncio.to_thread(synapse.device_keys, player.account, bot.user_id)
+    assert device in published
+    await asyncio.to_thread(synapse.delete_device, bot, device)  # deletes its keys too
+    gone = await asyncio.to_thread(synapse.device_keys, player.account, bot.user_id)
+    assert device not in gone
+    second = make_adapter(make_core(), synapse, bot, store)
+    async with serving(second):
+        assert second.bot is not None and second.bot.device_id == device
+    again = await asyncio.to_thread(synapse.device_keys, player.account, bot.user_id)
+    assert again[device]["keys"] == published[device]["keys"]  # the same identity, back
+
+
+async def test_a_restarted_bot_resumes_without_replaying(synapse, bot, player, tmp_path):
+    """In an encrypted room: the keys, the device and the stream position survive a restart of
+    the adapter (same app) and of the process (a new app: only the store directory is left)."""
+    store = tmp_path / "store"
+    core = make_core()
+    first = make_adapter(core, synapse, bot, store)
+    async with serving(first):
+        device = first.bot.device_id if first.bot else None
+        room = await joined_room(player, bot, encrypted=True)
+        one = await player.say(room, "!roll 1 6")
+        await player.wait_reply(bot.user_id, one)
+    two = await player.say(room, "!roll 2 6")  # while the bot is down
+    second = make_adapter(core, synapse, bot, store)
+    async with serving(second):
+        assert second.bot is not None and second.bot.device_id == device
+        await player.wait_reply(bot.user_id, two)
+        await player.settle(0.5)
+    three = await player.say(room, "!roll 3 6")
+    third = make_adapter(make_core(), synapse, bot, store)  # a new process: fresh state store
+    async with serving(third):
+        assert third.bot is not None and third.bot.device_id == device
+        reply = await player.wait_reply(bot.user_id, three)
+        assert reply.encrypted
+        await player.settle(0.5)
+    for command in (one, two, three):
+        assert len(player.replies(bot.user_id, command)) == 1, command
+
+
+async def test_homeserver_restart_reconnects_and_answers_once(
+    synapse, bot, player, tmp_path, caplog
+):
+    caplog.set_level(logging.INFO, logger="coterie.matrix")
+    adapter = make_adapter(make_core(), synapse, bot, tmp_path / "store")
+    async with serving(adapter):
+        assert adapter.bot is not None
+        room = await joined_room(player, bot)
+        before = await player.say(room, "!roll 1 6")
+        await player.wait_reply(bot.user_id, before)
+        await asyncio.to_thread(synapse.restart)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + WAIT_SECONDS
+        while not adapter.bot.connected.is_set() or "lost the homeserver" not in caplog.text:
+            assert loop.time() < deadline, "the bot did not reconnect"
+            await asyncio.sleep(0.05)
+        after = await player.say(room, "!roll 2 6")
+        await player.wait_reply(bot.user_id, after)
+        await player.settle(1.0)
+    assert len(player.replies(bot.user_id, before)) == 1
+    assert len(player.replies(bot.user_id, after)) == 1
+    assert re.search(r"Matrix: lost the homeserver \(\w+", caplog.text)
