@@ -52,9 +52,10 @@ typecheck: $(STAMP)
 unit: $(STAMP) peers
 	$(BIN)/pytest -q
 
-bench: $(STAMP)
+bench: $(STAMP) peers
 	$(BIN)/pip install --quiet -e ".[bench]"
 	$(BIN)/python bench/core_roll.py
+	$(BIN)/python bench/matrix_latency.py
 
 clean:
 	rm -rf $(VENV) $(SYNAPSE_VENV) $(NODE_DIR)/node_modules .pytest_cache .mypy_cache .ruff_cache .hypothesis

@@ -270,13 +270,13 @@ def test_secret_names_in_env_keys_are_fine():
 
 def test_example_config_validates_and_builds_an_app(root):
     config = load_config(root / "config" / "coterie.example.toml")
-    builtin = ["revised", "v5", "d6", "laia", "crossover", "console", "slack"]
+    builtin = ["revised", "v5", "d6", "laia", "crossover", "console", "slack", "telegram", "matrix"]
     assert config.plugins.enable == builtin
     assert config.enabled_adapters() == ["console"]
     app = Coterie(config)
     assert list(app.host.failures) == []
     assert set(app.variants) == {"revised", "v5", "d6", "laia", "crossover"}
-    assert {"console", "slack"} <= set(app.adapter_classes)
+    assert {"console", "slack", "telegram", "matrix"} <= set(app.adapter_classes)
 
 
 def test_example_config_documents_every_key(root):
