@@ -266,7 +266,7 @@ async def test_slash_commands_are_answered_in_the_channel(fake, session):
     ("command", "text", "expected"),
     [
         ("/roll", "0", "a pool of 0 dice"),
-        ("/odds", "5", "unknown command `!odds`"),
+        ("/odds", "0", "a pool of 0 dice"),
         ("/coterie", "rol 5", "Did you mean `!roll`?"),
     ],
 )
@@ -380,10 +380,11 @@ def forged(how: str, body: str) -> tuple[str, dict[str, str]]:
         return body, {"X-Slack-Request-Timestamp": str(now), "X-Slack-Signature": "v0=" + "0" * 64}
     if how == "wrong-secret":
         return body, signed_headers(body, secret="not-the-signing-secret")
-    if how == "stale":  # just outside the 5-minute window
-        return body, signed_headers(body, timestamp=now - 301)
+    # outside Bolt's 5-minute window by a minute: the clock moves on while the server starts
+    if how == "stale":
+        return body, signed_headers(body, timestamp=now - 360)
     if how == "future":
-        return body, signed_headers(body, timestamp=now + 301)
+        return body, signed_headers(body, timestamp=now + 360)
     if how == "no-headers":
         return body, {}
     if how == "no-signature":

@@ -332,7 +332,10 @@ async def test_reroll_failures_flow() -> None:
         "ana — Willpower!",
         "5 dice, Hunger 1, Difficulty 3: 9 8 10 10 | Hunger 10",
         "Messy critical! 7 successes, margin 4 (a pair of 10s: +2, and a Hunger die shows 10)",
-        "Willpower re-roll (failures): 3 2 1 → 9 10 10. Mark one Superficial damage on Willpower.",
+        # the fresh roll's odds, then the re-roll's: kept 8 and Hunger 10 are two successes, so
+        # any success among the three re-rolled dice wins: 1 - 0.5 ** 3 = 87.5%
+        "Willpower re-roll (failures): 3 2 1 → 9 10 10. Mark one Superficial damage on Willpower."
+        " Chance of success was 51.2%, now 87.5%.",
     ]
     rerolled = [
         node for node in walk(reply.body) if isinstance(node, Die) and "rerolled" in node.tags
@@ -356,7 +359,8 @@ async def test_reroll_is_per_player_and_per_room() -> None:
     assert text.splitlines()[1:] == [
         "2 dice, Difficulty 1 (default): 9 9",
         "Win — 2 successes, margin 1",
-        "Willpower re-roll (failures): 2 2 → 9 9. Mark one Superficial damage on Willpower.",
+        "Willpower re-roll (failures): 2 2 → 9 9. Mark one Superficial damage on Willpower."
+        " Chance of success was 75.0%, now 75.0%.",  # both dice re-rolled: 1 - 0.5 ** 2
     ]
 
 

@@ -1,4 +1,5 @@
-"""Built-in behaviour, registered as an ordinary plugin: ``!roll``, ``!help`` and ``!variant``."""
+"""Built-in behaviour, registered as an ordinary plugin: ``!roll``, ``!team``, ``!odds``, ``!help``
+and ``!variant``."""
 
 from __future__ import annotations
 
@@ -7,13 +8,19 @@ from coterie.elements import BR, Code, Node, Reply, Text, bold, code, italic
 from coterie.errors import UsageError
 from coterie.grammar import localise, shorten, suggest
 from coterie.hookimpl import hookimpl
+from coterie.odds import odds_reply, odds_usage
 
 ROLL_USAGE = "!roll POOL [DIFFICULTY] [options] [# comment]"
 TEAM_USAGE = "!team POOL [DIFFICULTY] [options]; POOL [DIFFICULTY] [options]; ... [# comment]"
+ODDS_USAGE = "!odds POOL [DIFFICULTY] [options] [chart] [# comment]"
 
 
 async def roll(ctx: CommandContext) -> Reply:
     return await roll_reply(ctx)
+
+
+async def odds(ctx: CommandContext) -> Reply:
+    return await odds_reply(ctx)
 
 
 async def team(ctx: CommandContext) -> Reply:
@@ -64,6 +71,12 @@ def help_command(ctx: CommandContext) -> list[Node]:
             Code(localise(n.text, prefix)) if isinstance(n, Code) else n for n in variant.help()
         ]
         return [bold(f"{prefix}roll"), Text(f" ({variant.name})"), BR, *lines]
+    if found.name == "odds":
+        body = [code(localise(odds_usage(variant), prefix)), BR, Text(found.summary)]
+        body += [BR, Text(found.details)]
+        for word, meaning in variant.odds_options.items():
+            body += [BR, code(word), Text(f" — {meaning}")]
+        return body
     body = [code(localise(found.usage, prefix)), BR, Text(found.summary)]
     if found.details:
         body += [BR, Text(found.details)]
@@ -109,6 +122,17 @@ def coterie_commands() -> list[Command]:
             usage=TEAM_USAGE,
             handler=team,
             details="Each roll between `;` is one member's own pool; pools are never merged.",
+        ),
+        Command(
+            name="odds",
+            summary="the exact chances of a roll, before you roll it",
+            usage=ODDS_USAGE,
+            handler=odds,
+            details=(
+                "Written like !roll; nothing is rolled. Shows the chance of each result, the "
+                "most likely numbers of successes and the average; add `chart` for a bar chart. "
+                "Several rolls are separated by `;`."
+            ),
         ),
         Command(
             name="help",

@@ -18,9 +18,11 @@ from typing import Any
 from coterie import __version__
 from coterie.config import Config, load_config
 from coterie.dice import DiceSource, FixedDice, SeededDice, SystemDice
+from coterie.elements import BR
 from coterie.encode import to_plain
 from coterie.errors import ConfigError, UsageError
 from coterie.grammar import Parsed, Pool, check_range
+from coterie.odds import answer, chart_png, histogram
 from coterie.plugins import installed_plugins
 
 EXIT_USAGE = 2
@@ -146,7 +148,10 @@ def _faces(text: str) -> list[int]:
     return faces
 
 
-def cmd_roll(args: argparse.Namespace) -> int:
+def _request(args: argparse.Namespace) -> tuple[Config, Any, Any]:
+    """The config, rule set and request that ``--variant``, ``--pool`` and the option flags of
+    ``coterie roll`` and ``coterie odds`` describe (flags a rule set has no option for are
+    refused), checked against the dice limit."""
     config = _config(args.config)
     app = _app(config)
     variant = app.variants.get(args.variant)
@@ -179,6 +184,12 @@ def cmd_roll(args: argparse.Namespace) -> int:
     count = variant.dice_count(request)
     if count > config.limits.max_dice:
         raise UsageError(f"that is {count} dice; a roll may have at most {config.limits.max_dice}")
+    return config, variant, request
+
+
+def cmd_roll(args: argparse.Namespace) -> int:
+    _, variant, request = _request(args)
+    count = variant.dice_count(request)
     dice: DiceSource
     if args.faces is not None:
         faces = _faces(args.faces)
@@ -192,6 +203,30 @@ def cmd_roll(args: argparse.Namespace) -> int:
         sys.stdout.write(json.dumps(outcome.as_json(), ensure_ascii=False) + "\n")
     else:
         sys.stdout.write(to_plain(outcome.render()) + "\n")
+    return 0
+
+
+def cmd_odds(args: argparse.Namespace) -> int:
+    _, variant, request = _request(args)
+    options: set[str] = set()
+    if args.reroll:
+        if "reroll" not in variant.odds_options:
+            raise UsageError(f"the {variant.name} rules have no reroll option for odds")
+        options.add("reroll")
+    dist = variant.odds(request, frozenset(options))
+    if args.chart is not None:
+        png = chart_png(dist)  # before any output: a missing matplotlib is a plain usage error
+        try:
+            with open(args.chart, "wb") as out:
+                out.write(png)
+        except OSError as error:
+            raise UsageError(f"--chart: cannot write {args.chart}: {error.strerror}") from None
+    if args.json:
+        sys.stdout.write(json.dumps(dist.as_json(), ensure_ascii=False) + "\n")
+    else:
+        sys.stdout.write(to_plain([*answer(dist), BR, *histogram(dist)]) + "\n")
+        if args.chart is not None:
+            sys.stdout.write(f"(chart saved to {args.chart})\n")
     return 0
 
 
@@ -236,6 +271,21 @@ def build_parser() -> argparse.ArgumentParser:
     roll.add_argument("--json", action="store_true", help="print one JSON object")
     roll.add_argument("--config", help="config file")
     roll.set_defaults(func=cmd_roll)
+
+    odds = sub.add_parser("odds", help="the exact odds of a roll (nothing is rolled)")
+    odds.add_argument("--variant", required=True, help="rule set, e.g. revised")
+    odds.add_argument("--pool", required=True, type=int, help="dice pool")
+    odds.add_argument("--difficulty", type=int, help="difficulty")
+    odds.add_argument("--hunger", type=int, help="Hunger dice (v5)")
+    odds.add_argument("--specialty", action="store_true", help="a specialty applies")
+    odds.add_argument("--willpower", action="store_true", help="spend Willpower")
+    odds.add_argument(
+        "--reroll", action="store_true", help="v5: re-roll failures with Willpower if it fails"
+    )
+    odds.add_argument("--json", action="store_true", help="print one JSON object")
+    odds.add_argument("--chart", metavar="PNG", help="write a bar chart to this file")
+    odds.add_argument("--config", help="config file")
+    odds.set_defaults(func=cmd_odds)
     return parser
 
 

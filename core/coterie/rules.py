@@ -11,11 +11,14 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 from coterie.dice import DiceSource
 from coterie.elements import Node
 from coterie.grammar import Grammar, Parsed
+
+if TYPE_CHECKING:
+    from coterie.odds import Distribution
 
 
 @dataclass(frozen=True)
@@ -113,6 +116,9 @@ class Variant(ABC, Generic[RequestT, OutcomeT]):
     house_rules: ClassVar[tuple[HouseRule, ...]] = ()
     #: command prefixes that also work in rooms on this rule set, besides the room's own
     extra_prefixes: ClassVar[tuple[str, ...]] = ()
+    #: extra words ``!odds`` understands in rooms on this rule set (word -> what it asks for);
+    #: the ones given reach :meth:`odds` as ``options``
+    odds_options: ClassVar[Mapping[str, str]] = {}
 
     @abstractmethod
     def build(self, parsed: Parsed, settings: RoomSettings) -> RequestT:
@@ -130,6 +136,15 @@ class Variant(ABC, Generic[RequestT, OutcomeT]):
         """Draw the faces and evaluate them. Variants whose dice count depends on the faces
         (re-rolls until a tie is broken, say) override this and draw more from ``dice``."""
         return self.evaluate(request, dice.roll(self.dice_count(request), self.sides))
+
+    def odds(self, request: RequestT, options: frozenset[str] = frozenset()) -> Distribution:
+        """The exact distribution of the result of ``request``: every outcome and ``successes``
+        value as :meth:`evaluate` would give them (see docs/odds.md). ``options`` are words of
+        :attr:`odds_options` the player added. A rule set without odds keeps this default, which
+        says so politely."""
+        from coterie.errors import UsageError
+
+        raise UsageError(f"the {self.name} rules cannot work out odds yet")
 
     async def settle(self, outcome: OutcomeT, context: RollContext) -> OutcomeT:
         """Apply rules that need room state (e.g. a free first botch); default: unchanged."""

@@ -10,6 +10,7 @@ from coterie import d10, pools
 from coterie.elements import BR, Node, Text, bold, code, italic
 from coterie.errors import UsageError
 from coterie.grammar import Grammar, Option, Parsed, Pool
+from coterie.odds import Distribution
 from coterie.pools import POOL, WILLPOWER, difficulty_option, difficulty_slot, plural
 from coterie.rules import HouseRule, Outcome, RoomSettings, Variant
 from coterie_crossover import rules
@@ -244,6 +245,13 @@ class CrossoverVariant(Variant[CrossoverRequest, CrossoverOutcome]):
 
     def dice_count(self, request: CrossoverRequest) -> int:
         return request.dice
+
+    def odds(
+        self, request: CrossoverRequest, options: frozenset[str] = frozenset()
+    ) -> Distribution:
+        from coterie_crossover.odds import odds
+
+        return odds(self, request)
 
     def evaluate(self, request: CrossoverRequest, faces: Sequence[int]) -> CrossoverOutcome:
         if len(faces) != request.dice:

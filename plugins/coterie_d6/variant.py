@@ -14,6 +14,7 @@ from coterie.dice import DiceSource
 from coterie.elements import BR, Die, Node, Role, Text, bold, code
 from coterie.errors import UsageError
 from coterie.grammar import Grammar, Option, Parsed, Positional
+from coterie.odds import Distribution
 from coterie.pools import plural
 from coterie.rules import Outcome, RoomSettings, Variant
 from coterie_d6 import rules
@@ -389,6 +390,11 @@ class D6Variant(Variant[D6Request, D6Outcome]):
             return request.attacker.dice + request.defender.dice
         tied = [g for g in rules.initiative_groups(request.combatants) if len(g) > 1]
         return len(tied[0]) if tied else 0
+
+    def odds(self, request: D6Request, options: frozenset[str] = frozenset()) -> Distribution:
+        from coterie_d6.odds import odds
+
+        return odds(self, request)
 
     def roll(self, request: D6Request, dice: DiceSource) -> D6Outcome:
         return self.play(request, lambda count: dice.roll(count, self.sides))

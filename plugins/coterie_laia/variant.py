@@ -11,6 +11,7 @@ from coterie import d10, pools
 from coterie.elements import BR, Node, Text, bold, code, italic
 from coterie.errors import UsageError
 from coterie.grammar import Grammar, Option, Parsed, Pool
+from coterie.odds import Distribution
 from coterie.pools import POOL, difficulty_option, difficulty_slot, plural
 from coterie.rules import HouseRule, Outcome, RoomSettings, Variant
 from coterie_laia import rules
@@ -246,6 +247,11 @@ class LaiaVariant(Variant[LaiaRequest, LaiaOutcome]):
 
     def dice_count(self, request: LaiaRequest) -> int:
         return request.dice
+
+    def odds(self, request: LaiaRequest, options: frozenset[str] = frozenset()) -> Distribution:
+        from coterie_laia.odds import odds
+
+        return odds(self, request)
 
     def evaluate(self, request: LaiaRequest, faces: Sequence[int]) -> LaiaOutcome:
         if len(faces) != request.dice:

@@ -10,6 +10,7 @@ from coterie import d10, pools
 from coterie.elements import BR, Node, Text, bold, code, italic
 from coterie.errors import UsageError
 from coterie.grammar import Grammar, Option, Parsed, Pool
+from coterie.odds import Distribution
 from coterie.pools import POOL, WILLPOWER, difficulty_option, difficulty_slot, plural
 from coterie.rules import HouseRule, Outcome, RollContext, RoomSettings, Variant
 from coterie_revised import rules
@@ -296,6 +297,11 @@ class RevisedVariant(Variant[RevisedRequest, RevisedOutcome]):
 
     def dice_count(self, request: RevisedRequest) -> int:
         return request.dice
+
+    def odds(self, request: RevisedRequest, options: frozenset[str] = frozenset()) -> Distribution:
+        from coterie_revised.odds import odds
+
+        return odds(self, request)
 
     def evaluate(self, request: RevisedRequest, faces: Sequence[int]) -> RevisedOutcome:
         if len(faces) != request.dice:

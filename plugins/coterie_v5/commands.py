@@ -1,14 +1,27 @@
-"""The v5 commands besides ``!roll``: ``!reroll`` (a Willpower re-roll of the caller's last roll)
-and ``!rouse`` (rouse checks)."""
+"""The v5 commands besides ``!roll``: ``!reroll`` (a Willpower re-roll of the caller's last roll),
+``!rouse`` (rouse checks) and v5's ``!odds`` (the core one, plus the odds of re-rolling the last
+roll)."""
 
 from __future__ import annotations
 
+from fractions import Fraction
+
 from coterie.commands import Command, CommandContext, new_roll_id
-from coterie.elements import Reply
+from coterie.elements import BR, Actions, Button, Node, Reply, Text, bold, italic
 from coterie.errors import UsageError
 from coterie.grammar import Grammar, Option, Positional, parse, shorten, suggest, tokens
+from coterie.odds import Distribution, odds_reply, off_loop, percent
+from coterie.pools import plural
 from coterie_v5 import rules
-from coterie_v5.variant import HUNGER, LAST_ROLL, RouseOutcome, V5Outcome, V5Variant
+from coterie_v5.variant import (
+    HUNGER,
+    LAST_ROLL,
+    REROLL_BUTTONS,
+    RerollRequest,
+    RouseOutcome,
+    V5Outcome,
+    V5Variant,
+)
 
 REROLL_USAGE = "!reroll [failures|crits|messy|risky] [# comment]"
 ROUSE_USAGE = "!rouse [N] [h H] [# comment]"
@@ -80,10 +93,65 @@ async def reroll(ctx: CommandContext) -> Reply:
     state = ctx.state(f"variant.{variant.name}")
     record = await state.get(LAST_ROLL.format(user=ctx.message.user))
     request = variant.reroll_request(record, chosen)
+    chances = await _reroll_chances(variant, request)
     outcome = await ctx.roll(request)
     assert isinstance(outcome, V5Outcome | RouseOutcome)
     body = variant.compose([outcome], ctx.message.display_name, ctx.line.comment)
+    if chances is not None:
+        body.append(Text(f" Chance of success was {chances[0]}, now {chances[1]}."))
     return Reply(body, meta={"roll_id": new_roll_id(), "variant": variant.name})
+
+
+async def _reroll_chances(variant: V5Variant, request: RerollRequest) -> tuple[str, str] | None:
+    """The chance of success the roll had when it was made, and the chance this re-roll of it
+    gives (exact), as percentages; ``None`` for a rule set built on v5 without odds of its own."""
+    try:
+        before = await off_loop(variant.odds, request.base)
+        after = await off_loop(variant.odds, request)
+    except UsageError:
+        return None
+    return percent(before.win), percent(after.win)
+
+
+async def odds(ctx: CommandContext) -> Reply:
+    """``!odds`` in v5 rooms: as everywhere, plus ``!odds reroll`` alone — the odds of each
+    Willpower re-roll of the caller's last roll, before spending the point."""
+    if [word.lower() for word in tokens(ctx.args)] != ["reroll"]:
+        return await odds_reply(ctx)
+    variant = _variant(ctx)
+    state = ctx.state(f"variant.{variant.name}")
+    record = await state.get(LAST_ROLL.format(user=ctx.message.user))
+    lines: list[Node] = []
+    buttons: list[Button] = []
+    refusals: list[str] = []
+    roll: V5Outcome | None = None
+    for choice, label in REROLL_BUTTONS:
+        try:
+            request = variant.reroll_request(record, choice)
+        except UsageError as error:
+            refusals.append(error.message)
+            continue
+        if roll is None:
+            first = variant.evaluate(request.base, request.faces)
+            assert isinstance(first, V5Outcome)
+            roll = first
+        after = await off_loop(variant.odds, request)
+        dice = " ".join(str(roll.faces[index]) for index in request.indexes)
+        lines += [BR, bold(label), Text(f" ({dice}): chance of success {percent(after.win)}")]
+        lines.append(Text(f", of a critical {percent(_criticals(after))}"))
+        buttons.append(Button(label, f"!reroll {choice.value}"))
+    if roll is None:  # no strategy applies: say why (the first reason is about the roll itself)
+        raise UsageError(refusals[0], usage=REROLL_ODDS_USAGE)
+    head: list[Node] = [bold("Willpower re-roll odds"), Text(" for your last roll, now a ")]
+    head += [bold(roll.outcome.replace("_", " ")), Text(f" ({plural(roll.successes, 'success')})")]
+    if ctx.line.comment:
+        head += [Text(" — "), italic(ctx.line.comment)]
+    body = [*head, *lines, BR, Actions(tuple(buttons))]
+    return Reply(body, meta={"variant": variant.name})
+
+
+def _criticals(dist: Distribution) -> Fraction:
+    return dist.outcomes["critical"] + dist.outcomes["messy_critical"]
 
 
 async def rouse(ctx: CommandContext) -> Reply:
@@ -102,6 +170,8 @@ async def rouse(ctx: CommandContext) -> Reply:
     return Reply(body, meta={"roll_id": new_roll_id(), "variant": variant.name})
 
 
+REROLL_ODDS_USAGE = "!odds reroll"
+
 COMMANDS = [
     Command(
         name="reroll",
@@ -113,6 +183,19 @@ COMMANDS = [
             "failures (default): the failed dice; crits: dice that are not 10s, failures "
             "first; messy: the regular 10s of a messy critical; risky: those 10s, then "
             "failures. Never Hunger dice, checks, tracker rolls, or a roll already re-rolled."
+        ),
+    ),
+    Command(
+        name="odds",
+        summary="the exact chances of a roll, before you roll it (or of re-rolling your last)",
+        usage="!odds POOL [HUNGER] [DIFFICULTY] [options] [reroll] [chart] [# comment]",
+        handler=odds,
+        variants=("v5",),
+        details=(
+            "Written like !roll; nothing is rolled. Shows the chance of each result, the most "
+            "likely numbers of successes and the average; add `chart` for a bar chart, `reroll` "
+            "for the odds if you will re-roll failures with Willpower when the roll fails. "
+            "`!odds reroll` alone: the odds of each Willpower re-roll of your last roll."
         ),
     ),
     Command(

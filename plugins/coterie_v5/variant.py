@@ -8,11 +8,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
-from typing import Any
+from typing import Any, ClassVar
 
 from coterie.elements import BR, Actions, Button, Die, Node, Role, Text, bold, code, dice
 from coterie.errors import UsageError
 from coterie.grammar import Grammar, Option, Parsed, Positional, shorten, suggest
+from coterie.odds import Distribution
 from coterie.pools import plural
 from coterie.rules import HouseRule, Outcome, RollContext, RoomSettings, Variant
 from coterie_v5 import rules
@@ -422,6 +423,9 @@ class V5Variant(Variant[Request, AnyOutcome]):
     )
     grammar = GRAMMAR
     house_rules = HOUSE_RULES
+    odds_options: ClassVar[Mapping[str, str]] = {
+        "reroll": "the odds if you spend Willpower to re-roll failures whenever the roll fails"
+    }
 
     # --- requests ----------------------------------------------------------------------------
 
@@ -469,6 +473,11 @@ class V5Variant(Variant[Request, AnyOutcome]):
             )
         checks = parsed.int("checks")
         return RouseRequest(checks=1 if checks is None else checks, hunger=parsed.int("hunger"))
+
+    def odds(self, request: Request, options: frozenset[str] = frozenset()) -> Distribution:
+        from coterie_v5.odds import odds
+
+        return odds(self, request, plan="reroll" in options)
 
     def dice_count(self, request: Request) -> int:
         if isinstance(request, RouseRequest):
