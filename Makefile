@@ -55,6 +55,7 @@ unit: $(STAMP) peers
 bench: $(STAMP) peers
 	$(BIN)/pip install --quiet -e ".[bench]"
 	$(BIN)/python bench/core_roll.py
+	$(BIN)/python bench/odds.py
 	$(BIN)/python bench/matrix_latency.py
 
 clean:
