@@ -6,7 +6,6 @@ missing. Every error names the key, e.g. ``adapters.matrix.invite_policy: …``.
 
 from __future__ import annotations
 
-import difflib
 import os
 import re
 from collections.abc import Mapping
@@ -14,8 +13,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from coterie.config import validate_table
 from coterie.errors import ConfigError
 
 WHERE = "adapters.matrix"
@@ -26,6 +26,13 @@ SERVER_NAME = re.compile(_SERVER)
 #: a Matrix user id, ``@localpart:server`` (lenient about the localpart, as old ids are)
 USER_ID = re.compile(rf"@[^\s:]+:{_SERVER}")
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+#: what a missing required key should hold
+MISSING_HINTS = {
+    "homeserver": "the homeserver's URL, e.g. https://matrix.example.org",
+    "user_id": "the bot account's user id, e.g. @coterie:example.org",
+}
 
 
 class MatrixSettings(BaseModel):
@@ -125,10 +132,7 @@ class MatrixSettings(BaseModel):
     @classmethod
     def from_table(cls, table: Mapping[str, Any]) -> MatrixSettings:
         """Validate a config table; a problem is a :class:`ConfigError` naming the key."""
-        try:
-            return cls.model_validate(dict(table))
-        except ValidationError as error:
-            raise ConfigError(_describe(error)) from None
+        return validate_table(cls, table, WHERE, missing=MISSING_HINTS)
 
     def may_invite(self, inviter: str) -> bool:
         """Whether the bot accepts an invitation from ``inviter`` (a user id)."""
@@ -149,28 +153,6 @@ class MatrixSettings(BaseModel):
         """``store_path`` resolved against the config's ``data_dir``."""
         path = Path(self.store_path).expanduser()
         return path if path.is_absolute() else Path(data_dir) / path
-
-
-def _describe(error: ValidationError) -> str:
-    known = list(MatrixSettings.model_fields)
-    lines = []
-    for item in error.errors():
-        key = ".".join(str(part) for part in item["loc"])
-        message = item["msg"].removeprefix("Value error, ")
-        if item["type"] == "extra_forbidden":
-            close = difflib.get_close_matches(str(item["loc"][0]), known, n=1)
-            message = "unknown key" + (
-                f" (did you mean {close[0]!r}?)" if close else f" (known keys: {', '.join(known)})"
-            )
-        elif item["type"] == "missing":
-            message = "missing: " + {
-                "homeserver": "the homeserver's URL, e.g. https://matrix.example.org",
-                "user_id": "the bot account's user id, e.g. @coterie:example.org",
-            }.get(key, "required")
-        elif not key:  # a model-level check names its key first: "key: problem"
-            key, _, message = message.partition(": ")
-        lines.append(f"{WHERE}.{key}: {message}")
-    return "\n".join(lines)
 
 
 @dataclass(frozen=True)

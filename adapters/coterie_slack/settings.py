@@ -6,15 +6,15 @@ missing. Every error names the key, e.g. ``adapters.slack.thread: …``.
 
 from __future__ import annotations
 
-import difflib
 import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from coterie.config import validate_table
 from coterie.errors import ConfigError
 
 WHERE = "adapters.slack"
@@ -104,25 +104,7 @@ class SlackSettings(BaseModel):
     @classmethod
     def from_table(cls, table: Mapping[str, Any]) -> SlackSettings:
         """Validate a config table; a problem is a :class:`ConfigError` naming the key."""
-        try:
-            return cls.model_validate(dict(table))
-        except ValidationError as error:
-            raise ConfigError(_describe(error)) from None
-
-
-def _describe(error: ValidationError) -> str:
-    known = list(SlackSettings.model_fields)
-    lines = []
-    for item in error.errors():
-        key = ".".join(str(part) for part in item["loc"])
-        message = item["msg"].removeprefix("Value error, ")
-        if item["type"] == "extra_forbidden":
-            close = difflib.get_close_matches(str(item["loc"][0]), known, n=1)
-            message = "unknown key" + (
-                f" (did you mean {close[0]!r}?)" if close else f" (known keys: {', '.join(known)})"
-            )
-        lines.append(f"{WHERE}.{key}: {message}")
-    return "\n".join(lines)
+        return validate_table(cls, table, WHERE)
 
 
 @dataclass(frozen=True)

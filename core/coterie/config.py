@@ -9,9 +9,9 @@ from __future__ import annotations
 import difflib
 import re
 import tomllib
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, get_args, get_origin
+from typing import Any, TypeVar, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -141,10 +141,17 @@ def _table_model(model: Any, parts: Iterable[object]) -> Any:
     return model
 
 
-def _format(error: ValidationError, model: type[BaseModel]) -> str:
+def _format(
+    error: ValidationError,
+    model: type[BaseModel],
+    *,
+    prefix: str = "",
+    missing: Mapping[str, str] | None = None,
+) -> str:
     lines: list[str] = []
     for item in error.errors():
-        location = _key_path(item["loc"]) or "(top level)"
+        parts = [*(prefix.split(".") if prefix else []), *item["loc"]]
+        location = _key_path(parts) or "(top level)"
         message = item["msg"]
         if item["type"] == "extra_forbidden":
             message = "unknown key"
@@ -155,6 +162,8 @@ def _format(error: ValidationError, model: type[BaseModel]) -> str:
                 message += f" (did you mean {close[0]!r}?)"
             elif known:
                 message += f" (known keys: {', '.join(known)})"
+        elif item["type"] == "missing":
+            message = "missing: " + (missing or {}).get(str(item["loc"][-1]), "required")
         elif message.startswith("Value error, "):
             message = message.removeprefix("Value error, ")
             keyed = _KEYED_MESSAGE.fullmatch(message)
@@ -162,6 +171,25 @@ def _format(error: ValidationError, model: type[BaseModel]) -> str:
                 location, message = f"{location}.{keyed.group(1)}", keyed.group(2)
         lines.append(f"{location}: {message}")
     return "\n".join(lines)
+
+
+ModelT = TypeVar("ModelT", bound=BaseModel)
+
+
+def validate_table(
+    model: type[ModelT],
+    table: Mapping[str, Any],
+    where: str,
+    *,
+    missing: Mapping[str, str] | None = None,
+) -> ModelT:
+    """Validate a free-form table of the config (an adapter's or a plugin's settings) with a
+    pydantic model. A problem is a :class:`ConfigError` naming the key as ``where.key``, unknown
+    keys with the closest known one; ``missing`` gives a hint per required key."""
+    try:
+        return model.model_validate(dict(table))
+    except ValidationError as error:
+        raise ConfigError(_format(error, model, prefix=where, missing=missing)) from None
 
 
 def parse_config(data: dict[str, Any], source: str = "config") -> Config:
