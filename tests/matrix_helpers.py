@@ -11,21 +11,21 @@ syncs until an event matches or a deadline passes. Every wait here is bounded.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import shutil
 import struct
 import tempfile
 import time
 import zlib
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import nio
 
+import adapter_harness
 from coterie import hookimpl
 from coterie.app import Coterie
 from coterie.commands import Command, CommandContext
@@ -168,30 +168,9 @@ def make_adapter(
     return MatrixAdapter(core, settings, environ=environ)
 
 
-@asynccontextmanager
-async def serving(adapter: MatrixAdapter) -> AsyncIterator[MatrixAdapter]:
+def serving(adapter: MatrixAdapter) -> AbstractAsyncContextManager[MatrixAdapter]:
     """Run the adapter until the block ends; a crash or a hang fails the test."""
-    task = asyncio.create_task(adapter.run())
-    ready = asyncio.create_task(adapter.ready.wait())
-    try:
-        done, _ = await asyncio.wait(
-            {task, ready}, timeout=WAIT_SECONDS, return_when=asyncio.FIRST_COMPLETED
-        )
-        if task in done:
-            task.result()
-            raise AssertionError("the adapter stopped before it was ready")
-        assert ready in done, "the adapter was not ready in time"
-        yield adapter
-    finally:
-        ready.cancel()
-        await adapter.stop()
-        finished, _ = await asyncio.wait({task}, timeout=WAIT_SECONDS)
-        if not finished:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
-            raise AssertionError("the adapter did not stop")
-    task.result()
+    return adapter_harness.serving(adapter, timeout=WAIT_SECONDS)
 
 
 @dataclass

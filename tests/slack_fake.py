@@ -21,21 +21,21 @@ payloads, Socket Mode envelopes, and the v0 request signature (:func:`signed_hea
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import hashlib
 import hmac
 import itertools
 import json
 import time
 import urllib.parse
-from collections.abc import AsyncIterator, Callable, Mapping
-from contextlib import asynccontextmanager
+from collections.abc import Callable, Mapping
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from typing import Any
 
 import aiohttp
 from aiohttp import WSMsgType, web
 
+import adapter_harness
 from coterie import hookimpl
 from coterie.app import Coterie
 from coterie.commands import Command, CommandContext
@@ -541,30 +541,9 @@ def settings_for(fake: FakeSlack, **overrides: Any) -> dict[str, Any]:
     }
 
 
-@asynccontextmanager
-async def serving(adapter: SlackAdapter) -> AsyncIterator[SlackAdapter]:
+def serving(adapter: SlackAdapter) -> AbstractAsyncContextManager[SlackAdapter]:
     """Run the adapter until the block ends; a crash or a hang fails the test."""
-    task = asyncio.create_task(adapter.run())
-    ready = asyncio.create_task(adapter.ready.wait())
-    try:
-        done, _ = await asyncio.wait(
-            {task, ready}, timeout=WAIT_SECONDS, return_when=asyncio.FIRST_COMPLETED
-        )
-        if task in done:
-            task.result()
-            raise AssertionError("the adapter stopped before it was ready")
-        assert ready in done, "the adapter was not ready in time"
-        yield adapter
-    finally:
-        ready.cancel()
-        await adapter.stop()
-        finished, _ = await asyncio.wait({task}, timeout=WAIT_SECONDS)
-        if not finished:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
-            raise AssertionError("the adapter did not stop")
-    task.result()
+    return adapter_harness.serving(adapter, timeout=WAIT_SECONDS)
 
 
 def section_text(blocks: list[dict[str, Any]]) -> str:

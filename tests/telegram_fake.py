@@ -52,14 +52,15 @@ import itertools
 import json
 import re
 import time
-from collections.abc import AsyncIterator, Callable, Mapping
-from contextlib import asynccontextmanager
+from collections.abc import Callable, Mapping
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from typing import Any
 
 import aiohttp
 from aiohttp import web
 
+import adapter_harness
 from coterie import hookimpl
 from coterie.app import Coterie
 from coterie.commands import Command, CommandContext
@@ -1035,30 +1036,9 @@ def html_of(message: Mapping[str, Any]) -> str:
     return "".join(out)
 
 
-@asynccontextmanager
-async def serving(adapter: Any, *, timeout: float = WAIT_SECONDS) -> AsyncIterator[Any]:
+def serving(adapter: Any, *, timeout: float = WAIT_SECONDS) -> AbstractAsyncContextManager[Any]:
     """Run ``adapter`` until the block ends; a crash or a hang fails the test."""
-    task = asyncio.create_task(adapter.run())
-    ready = asyncio.create_task(adapter.ready.wait())
-    try:
-        done, _ = await asyncio.wait(
-            {task, ready}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED
-        )
-        if task in done:
-            task.result()
-            raise AssertionError("the adapter stopped before it was ready")
-        assert ready in done, "the adapter was not ready in time"
-        yield adapter
-    finally:
-        ready.cancel()
-        await adapter.stop()
-        finished, _ = await asyncio.wait({task}, timeout=timeout)
-        if not finished:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
-            raise AssertionError("the adapter did not stop")
-    task.result()
+    return adapter_harness.serving(adapter, timeout=timeout)
 
 
 # --- the bot under test --------------------------------------------------------------------------
