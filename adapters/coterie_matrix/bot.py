@@ -51,6 +51,7 @@ from nio import (  # type: ignore[import-untyped]
     WhoamiResponse,
 )
 
+from coterie.adapters import drain_tasks
 from coterie.app import Coterie
 from coterie.elements import Image, Reply
 from coterie.message import Message
@@ -901,18 +902,7 @@ class MatrixBot:
     async def drain(self, timeout: float = DRAIN_SECONDS) -> None:
         """Wait until every answer started so far is sent; cancel what is left after
         ``timeout`` seconds."""
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout
-        while self._tasks:
-            remaining = deadline - loop.time()
-            if remaining <= 0:
-                left = list(self._tasks)
-                log.warning("%d answers still pending at shutdown: cancelled", len(left))
-                for task in left:
-                    task.cancel()
-                await asyncio.gather(*left, return_exceptions=True)
-                return
-            await asyncio.wait(set(self._tasks), timeout=remaining)
+        await drain_tasks(self._tasks, timeout, what="answers", log=log)
 
     async def close(self) -> None:
         """Finish pending answers, save the sync token, close the connection."""

@@ -33,6 +33,7 @@ from slack_sdk.http_retry.builtin_async_handlers import (
 from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.webhook import WebhookResponse
 
+from coterie.adapters import drain_tasks
 from coterie.app import Coterie
 from coterie.elements import Image, Reply, Text
 from coterie.message import Message
@@ -253,18 +254,7 @@ class SlackBot:
     async def drain(self, timeout: float = DRAIN_SECONDS) -> None:
         """Wait until every delivery received so far is answered; cancel what is left after
         ``timeout`` seconds."""
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout
-        while self._tasks:
-            remaining = deadline - loop.time()
-            if remaining <= 0:
-                left = list(self._tasks)
-                log.warning("%d replies still pending at shutdown: cancelled", len(left))
-                for task in left:
-                    task.cancel()
-                await asyncio.gather(*left, return_exceptions=True)
-                return
-            await asyncio.wait(set(self._tasks), timeout=remaining)
+        await drain_tasks(self._tasks, timeout, what="replies", log=log)
 
     def _spawn(self, work: Coroutine[Any, Any, None], what: str) -> None:
         task = asyncio.get_running_loop().create_task(self._guarded(work, what))

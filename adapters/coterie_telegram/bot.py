@@ -54,6 +54,7 @@ from telegram.error import (
 from telegram.request import HTTPXRequest
 from telegram.warnings import PTBDeprecationWarning
 
+from coterie.adapters import drain_tasks
 from coterie.app import Coterie
 from coterie.elements import Actions, Button, Image, Reply
 from coterie.message import Message
@@ -296,18 +297,7 @@ class TelegramBot:
     async def drain(self, timeout: float = DRAIN_SECONDS) -> None:
         """Wait until every update received so far is handled; cancel what is left after
         ``timeout`` seconds."""
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout
-        while self._tasks:
-            remaining = deadline - loop.time()
-            if remaining <= 0:
-                left = list(self._tasks)
-                log.warning("%d updates still being handled at shutdown: cancelled", len(left))
-                for task in left:
-                    task.cancel()
-                await asyncio.gather(*left, return_exceptions=True)
-                return
-            await asyncio.wait(set(self._tasks), timeout=remaining)
+        await drain_tasks(self._tasks, timeout, what="updates", log=log)
 
     def _spawn(
         self,

@@ -7,6 +7,8 @@ platform's native formatting. No rule logic lives in an adapter.
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -42,3 +44,23 @@ class Adapter(ABC):
 
     async def stop(self) -> None:  # noqa: B027 - optional hook, nothing to do by default
         """Ask the adapter to finish; ``run`` should return soon after."""
+
+
+async def drain_tasks(
+    tasks: set[asyncio.Task[None]], timeout: float, *, what: str, log: logging.Logger
+) -> None:
+    """Wait until the tasks in ``tasks`` (a set their done-callbacks shrink) have finished; after
+    ``timeout`` seconds cancel the rest and log how many ``what`` were left. For adapters that
+    answer in background tasks and must not drop replies on shutdown."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while tasks:
+        remaining = deadline - loop.time()
+        if remaining <= 0:
+            left = list(tasks)
+            log.warning("%d %s still pending at shutdown: cancelled", len(left), what)
+            for task in left:
+                task.cancel()
+            await asyncio.gather(*left, return_exceptions=True)
+            return
+        await asyncio.wait(set(tasks), timeout=remaining)
