@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 CONFIG ?= config/coterie.toml
 
-.PHONY: run test lint typecheck unit install peers clean bench
+.PHONY: run test lint typecheck unit install peers clean bench fuzz postgres
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -33,7 +33,15 @@ $(NODE_STAMP): $(NODE_DIR)/package.json
 	npm install --prefix $(NODE_DIR) --no-audit --no-fund --loglevel=error
 	touch $(NODE_STAMP)
 
-peers: $(SYNAPSE_STAMP) $(NODE_STAMP)
+# ... and Debian's PostgreSQL server binaries: tests/pg.py runs a throwaway cluster from them
+# (initdb in a temporary directory, on 127.0.0.1), never the system's own server.
+postgres:
+	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || command -v initdb >/dev/null 2>&1 || \
+	{ if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql; \
+	  else sudo -n sh -c 'apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql'; fi; } || \
+	{ echo "make postgres: cannot install PostgreSQL (apt-get install postgresql as root)"; exit 1; }
+
+peers: $(SYNAPSE_STAMP) $(NODE_STAMP) postgres
 
 install: $(STAMP)
 
@@ -57,6 +65,15 @@ bench: $(STAMP) peers
 	$(BIN)/python bench/core_roll.py
 	$(BIN)/python bench/odds.py
 	$(BIN)/python bench/matrix_latency.py
+
+# Long fuzzing of the chat path with atheris (libFuzzer); FUZZ_SECONDS bounds the run.
+FUZZ_SECONDS ?= 300
+fuzz: $(STAMP)
+	$(BIN)/pip install --quiet -e ".[fuzz]"
+	mkdir -p fuzz/corpus
+	$(BIN)/python fuzz/fuzz_chat.py -max_total_time=$(FUZZ_SECONDS) -timeout=10 \
+		-max_len=4096 -rss_limit_mb=4096 -dict=fuzz/chat.dict -artifact_prefix=fuzz/ \
+		fuzz/corpus fuzz/seeds
 
 clean:
 	rm -rf $(VENV) $(SYNAPSE_VENV) $(NODE_DIR)/node_modules .pytest_cache .mypy_cache .ruff_cache .hypothesis

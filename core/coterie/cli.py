@@ -22,10 +22,12 @@ from coterie.elements import BR
 from coterie.encode import to_plain
 from coterie.errors import ConfigError, UsageError
 from coterie.grammar import Parsed, Pool, check_range
+from coterie.logs import setup_logging
 from coterie.odds import answer, chart_png, histogram
 from coterie.plugins import installed_plugins
 
 EXIT_USAGE = 2
+LOG_FORMAT_HELP = "log lines as text or one JSON object each (default: [logging] format)"
 EXIT_CONFIG = 3
 
 
@@ -33,10 +35,17 @@ def _config(path: str | None) -> Config:
     return load_config(path or os.environ.get("COTERIE_CONFIG"))
 
 
-def _app(config: Config, dice: DiceSource | None = None) -> Any:
+def _app(config: Config, dice: DiceSource | None = None, store: Any = None) -> Any:
     from coterie.app import Coterie
 
-    return Coterie(config, dice=dice)
+    return Coterie(config, dice=dice, store=store)
+
+
+async def _open_store(config: Config) -> Any:
+    """The config's state store (``[state]``; SQLite under ``data_dir`` by default), migrated."""
+    from coterie.sqlstore import open_store
+
+    return await open_store(config)
 
 
 def _dice(seed: int | None) -> DiceSource:
@@ -45,6 +54,8 @@ def _dice(seed: int | None) -> DiceSource:
 
 def cmd_chat(args: argparse.Namespace) -> int:
     config = _config(args.config)
+    # the terminal is the chat: only warnings unless [logging] level asks for more
+    setup_logging(config, log_format=args.log_format, level=config.logging.level or "WARNING")
     app = _app(config, _dice(args.seed))
     settings = dict(config.adapters.get("console", {}))
     if args.user:
@@ -61,6 +72,7 @@ def cmd_chat(args: argparse.Namespace) -> int:
         )
 
     async def main() -> None:
+        app.state = await _open_store(config)
         await app.start()
         try:
             if args.variant is not None:  # as if the room had said !variant NAME
@@ -76,13 +88,14 @@ def cmd_chat(args: argparse.Namespace) -> int:
 
 def cmd_run(args: argparse.Namespace) -> int:
     config = _config(args.config)
-    logging.getLogger().setLevel(config.log_level)
+    setup_logging(config, log_format=args.log_format)
     app = _app(config)
     names = config.enabled_adapters()
     if not names:
         raise ConfigError("no adapter is enabled: set enabled = true under [adapters.NAME]")
 
     async def main() -> None:
+        app.state = await _open_store(config)
         await app.start()
         try:
             await app.run_adapters(names)
@@ -136,6 +149,76 @@ def cmd_config_check(args: argparse.Namespace) -> int:
         f"{', '.join(config.enabled_adapters()) or 'none'}\n"
     )
     return 1 if problems else 0
+
+
+def cmd_db(args: argparse.Namespace) -> int:
+    from coterie.sqlstore import current, display_url, head_revision, is_memory_url, sqlite_file
+    from coterie.sqlstore import upgrade as upgrade_db
+
+    config = _config(args.config)
+    url = config.database_url()
+    shown = display_url(url)
+    if is_memory_url(url):
+        sys.stdout.write(f"{shown}: an in-memory store has no schema; nothing to do\n")
+        return 0
+    head = head_revision()
+    path = sqlite_file(url)
+    if args.db_command == "current" and path is not None and not path.exists():
+        sys.stdout.write(f"{shown}: no database yet (head is {head}; `coterie db upgrade`)\n")
+        return 1
+    before = asyncio.run(current(url))
+    if args.db_command == "current":
+        state = "head" if before == head else f"behind head {head}; run `coterie db upgrade`"
+        sys.stdout.write(f"{shown}: {before or 'empty'} ({state})\n")
+        return 0 if before == head else 1
+    asyncio.run(upgrade_db(url))
+    after = asyncio.run(current(url))
+    if before == after:
+        sys.stdout.write(f"{shown}: already at {after} (head)\n")
+    else:
+        sys.stdout.write(f"{shown}: upgraded from {before or 'empty'} to {after}\n")
+    return 0
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from coterie.export import room_log, to_json, to_markdown
+    from coterie.sqlstore import SQLStore, display_url, sqlite_file
+
+    config = _config(args.config)
+    url = config.database_url()
+    path = sqlite_file(url)
+    if path is not None and not path.exists():
+        sys.stderr.write(f"coterie: no state database at {path}: nothing has been logged yet\n")
+        return 1
+
+    async def main() -> tuple[dict[str, Any], list[str]]:
+        store = await _open_store(config)
+        try:
+            log = await room_log(store, args.room)
+            rooms = await store.rooms() if isinstance(store, SQLStore) else []
+            return log, rooms
+        finally:
+            await store.close()
+
+    log, rooms = asyncio.run(main())
+    if not log["rolls"]:
+        hint = f"; rooms with rolls: {', '.join(rooms)}" if rooms else ""
+        sys.stderr.write(
+            f"coterie: no rolls logged in room {args.room!r} in {display_url(url)} "
+            f"(a room is named platform:room, e.g. console:table){hint}\n"
+        )
+        return 1
+    text = to_json(log) if args.format == "json" else to_markdown(log)
+    if args.output in (None, "-"):
+        sys.stdout.write(text)
+        return 0
+    try:
+        with open(args.output, "w", encoding="utf-8") as out:
+            out.write(text)
+    except OSError as error:
+        raise UsageError(f"-o: cannot write {args.output}: {error.strerror}") from None
+    sys.stdout.write(f"{len(log['rolls'])} roll(s) of {args.room} written to {args.output}\n")
+    return 0
 
 
 def _faces(text: str) -> list[int]:
@@ -237,16 +320,31 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"coterie {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    chat = sub.add_parser("chat", help="a chat room in the terminal")
+    state_note = (
+        "State (room settings, sessions, the roll log) is kept in the store of [state] url or "
+        "$COTERIE_DATABASE_URL, by default the SQLite file coterie.db under data_dir; it is "
+        "created and migrated on start."
+    )
+    chat = sub.add_parser(
+        "chat",
+        help="a chat room in the terminal",
+        description=f"A chat room in the terminal. {state_note}",
+    )
     chat.add_argument("--variant", help="the room's rule set (default: from the config)")
     chat.add_argument("--config", help="config file (default: $COTERIE_CONFIG or built-ins)")
     chat.add_argument("--seed", type=int, help="deterministic dice for demos and tests")
     chat.add_argument("--user", help="your name in the room")
     chat.add_argument("--room", help="the room's name (default: table)")
+    chat.add_argument("--log-format", choices=("text", "json"), help=LOG_FORMAT_HELP)
     chat.set_defaults(func=cmd_chat)
 
-    run = sub.add_parser("run", help="start every adapter enabled in the config")
+    run = sub.add_parser(
+        "run",
+        help="start every adapter enabled in the config",
+        description=f"Start every adapter enabled in the config. {state_note}",
+    )
     run.add_argument("--config", help="config file")
+    run.add_argument("--log-format", choices=("text", "json"), help=LOG_FORMAT_HELP)
     run.set_defaults(func=cmd_run)
 
     plugins = sub.add_parser("plugins", help="installed and enabled plugins")
@@ -258,6 +356,26 @@ def build_parser() -> argparse.ArgumentParser:
     check = config_sub.add_parser("check", help="validate a config file")
     check.add_argument("path", nargs="?", help="the file (default: $COTERIE_CONFIG)")
     check.set_defaults(func=cmd_config_check)
+
+    db = sub.add_parser(
+        "db",
+        help="the state database ([state] url, $COTERIE_DATABASE_URL; default data_dir/coterie.db)",
+    )
+    db_sub = db.add_subparsers(dest="db_command", required=True, metavar="ACTION")
+    for action, summary in (
+        ("upgrade", "create or migrate the database to the newest schema"),
+        ("current", "show the database's schema revision (exit 1 unless it is the newest)"),
+    ):
+        db_action = db_sub.add_parser(action, help=summary)
+        db_action.add_argument("--config", help="config file")
+        db_action.set_defaults(func=cmd_db)
+
+    export = sub.add_parser("export", help="a room's roll log as a session log (md or json)")
+    export.add_argument("room", metavar="ROOM", help="the room key, e.g. console:table")
+    export.add_argument("--format", choices=("md", "json"), default="md", help="default: md")
+    export.add_argument("-o", "--output", metavar="FILE", help="write here (default: stdout)")
+    export.add_argument("--config", help="config file")
+    export.set_defaults(func=cmd_export)
 
     roll = sub.add_parser("roll", help="roll (or count a given roll) and print the result")
     roll.add_argument("--variant", required=True, help="rule set, e.g. revised")

@@ -7,13 +7,14 @@ Secrets (tokens, passwords) never come from this file: adapters name environment
 from __future__ import annotations
 
 import difflib
+import os
 import re
 import tomllib
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar, get_args, get_origin
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
 from coterie.errors import ConfigError
 
@@ -43,6 +44,32 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+class RateLimits(_Strict):
+    """Token buckets per user and per room for commands to the bot (``[limits.rate]``)."""
+
+    enabled: bool = True
+    #: commands a user may send in a row; the bucket then refills at ``user_per_minute``
+    user_burst: int = Field(default=10, ge=1, le=10_000)
+    user_per_minute: float = Field(default=20.0, gt=0, le=100_000)
+    #: the same for a room (shared by everyone in it)
+    room_burst: int = Field(default=30, ge=1, le=100_000)
+    room_per_minute: float = Field(default=60.0, gt=0, le=1_000_000)
+    #: tokens a command costs (default 1), e.g. ``{ odds = 2 }``
+    command_cost: dict[str, int] = Field(default_factory=dict)
+    #: platforms not limited (a terminal room has one person in it)
+    exempt_platforms: list[str] = Field(default_factory=lambda: ["console"])
+    #: buckets kept per table (least recently used dropped first): memory stays bounded
+    max_tracked: int = Field(default=10_000, ge=10, le=10_000_000)
+
+    @field_validator("command_cost")
+    @classmethod
+    def _costs(cls, value: dict[str, int]) -> dict[str, int]:
+        for name, cost in value.items():
+            if not 0 <= cost <= 1000:
+                raise ValueError(f"{name}: a cost is between 0 and 1000 tokens")
+        return value
+
+
 class Limits(_Strict):
     """Limits applied to every command (see ``docs/configuration.md``)."""
 
@@ -55,6 +82,24 @@ class Limits(_Strict):
     )
     max_rolls_per_message: int = Field(default=10, ge=1, le=100, description="rolls separated by ;")
     max_options: int = Field(default=20, ge=1, le=200, description="keyword options in one command")
+    max_reply_length: int = Field(
+        default=60_000, ge=200, le=1_000_000, description="characters in a reply's plain text"
+    )
+    max_extended_per_room: int = Field(
+        default=10, ge=1, le=1000, description="extended actions running at once in one room"
+    )
+    rate: RateLimits = Field(default_factory=lambda: RateLimits())
+
+
+class LoggingConfig(_Strict):
+    """How ``coterie run`` and ``coterie chat`` log (``[logging]``)."""
+
+    #: ``text`` (one readable line) or ``json`` (one JSON object per line)
+    format: str = Field(default="text", pattern=r"^(text|json)$")
+    #: overrides the top-level ``log_level`` when set
+    level: str | None = Field(default=None, pattern=r"^(DEBUG|INFO|WARNING|ERROR)$")
+    #: more environment variables whose values are secrets to redact from logs
+    redact_env: list[str] = Field(default_factory=list)
 
 
 class RoomConfig(_Strict):
@@ -64,6 +109,8 @@ class RoomConfig(_Strict):
     prefix: str | None = Field(default=None, min_length=1, max_length=3)
     default_difficulty: int | None = Field(default=None, ge=0, le=30)
     house_rules: dict[str, bool | int] = Field(default_factory=dict)
+    #: platform user ids of the room's Storytellers (besides whoever runs ``!storyteller claim``)
+    storytellers: list[str] = Field(default_factory=list, max_length=50)
 
     @field_validator("prefix")
     @classmethod
@@ -88,6 +135,34 @@ class PluginsConfig(_Strict):
         return value
 
 
+#: the environment variable that overrides ``[state] url`` (and may hold a password)
+DATABASE_URL_ENV = "COTERIE_DATABASE_URL"
+#: the SQLite file of the default store, under ``data_dir``
+DEFAULT_DATABASE = "coterie.db"
+_URL_PASSWORD = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://[^/@?#]*:[^/@?#]+@")
+
+
+class StateConfig(_Strict):
+    """``[state]``: where room settings, sessions and the roll log live (``docs/storage.md``)."""
+
+    #: a SQLAlchemy URL (``sqlite+aiosqlite:///path``, ``postgresql+asyncpg://user@host/db``) or
+    #: ``memory://``; unset: the SQLite file ``coterie.db`` under ``data_dir``
+    url: str | None = Field(default=None, min_length=1)
+
+    @field_validator("url")
+    @classmethod
+    def _no_password(cls, value: str | None) -> str | None:
+        if value is not None and (
+            _URL_PASSWORD.match(value) or re.search(r"[?&]password=", value, re.IGNORECASE)
+        ):
+            raise ValueError(
+                "a password is never read from the config file; leave it out of the URL "
+                f"and put the whole URL in the environment variable {DATABASE_URL_ENV} instead "
+                "(or use ~/.pgpass / PGPASSWORD)"
+            )
+        return value
+
+
 class Config(_Strict):
     """The whole configuration file."""
 
@@ -98,6 +173,11 @@ class Config(_Strict):
     limits: Limits = Field(default_factory=lambda: Limits())
     data_dir: str = "data"
     log_level: str = Field(default="INFO", pattern=r"^(DEBUG|INFO|WARNING|ERROR)$")
+    state: StateConfig = Field(default_factory=lambda: StateConfig())
+    #: the directory of the config file (relative paths are resolved against it); ``None``:
+    #: the built-in defaults or a parsed table, resolved against the working directory
+    _base_dir: Path | None = PrivateAttr(default=None)
+    logging: LoggingConfig = Field(default_factory=lambda: LoggingConfig())
 
     @field_validator("adapters")
     @classmethod
@@ -117,6 +197,28 @@ class Config(_Strict):
 
     def enabled_adapters(self) -> list[str]:
         return [name for name, table in self.adapters.items() if table.get("enabled", False)]
+
+    def data_path(self) -> Path:
+        """``data_dir`` as a path: a relative one is under the config file's directory."""
+        path = Path(self.data_dir).expanduser()
+        if path.is_absolute() or self._base_dir is None:
+            return path
+        return self._base_dir / path
+
+    def database_url(self) -> str:
+        """The state store's URL: ``$COTERIE_DATABASE_URL``, else ``[state] url``, else the
+        SQLite file ``coterie.db`` under :meth:`data_path` (not created here)."""
+        url = os.environ.get(DATABASE_URL_ENV)
+        if url:
+            return url
+        url = self.state.url
+        if url:  # a relative SQLite file in the config file is under its directory too
+            scheme, sep, rest = url.partition(":///")
+            relative = sep and scheme.split("+")[0] == "sqlite" and not rest.startswith("/")
+            if relative and self._base_dir is not None and rest and not rest.startswith(":"):
+                return f"{scheme}:///{self._base_dir / rest}"
+            return url
+        return f"sqlite+aiosqlite:///{(self.data_path() / DEFAULT_DATABASE).absolute()}"
 
 
 _BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
@@ -213,4 +315,6 @@ def load_config(path: str | Path | None) -> Config:
         data = tomllib.loads(raw)
     except tomllib.TOMLDecodeError as error:
         raise ConfigError(f"{path}: not valid TOML: {error}") from None
-    return parse_config(data, str(path))
+    config = parse_config(data, str(path))
+    config._base_dir = path.resolve().parent
+    return config

@@ -1,0 +1,118 @@
+"""``coterie export``: a room's roll log as a session log (Markdown or JSON).
+
+Sessions come from the key-value store (namespace :data:`SESSIONS`, key = the room key, kept by
+``!session start/end``); every logged roll carries the id of the session it was rolled in, or none.
+See ``docs/storage.md`` for both formats.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from typing import Any
+
+from coterie.state import RollRecord, StateStore
+
+#: the namespace of the sessions of each room (key: the room key)
+SESSIONS = "coterie.sessions"
+OUTSIDE = "Outside sessions"
+
+
+def iso(seconds: float | None) -> str:
+    """``2026-11-22T13:05:57Z`` (UTC, whole seconds); empty for ``None``."""
+    if seconds is None:
+        return ""
+    return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+async def room_log(store: StateStore, room: str) -> dict[str, Any]:
+    """The export of ``room`` as a JSON-compatible object: ``room``, ``sessions`` (each ``id``,
+    ``started``, ``ended``, ``started_by``; oldest first, the open one with ``ended: null``) and
+    ``rolls`` (every logged roll as :meth:`RollRecord.as_json`, oldest first)."""
+    records = list(reversed(await store.rolls(room, limit=None)))
+    stored = await store.get(SESSIONS, room)
+    sessions: list[dict[str, Any]] = []
+    if isinstance(stored, dict):
+        for item in stored.get("history") or []:
+            if isinstance(item, dict) and "id" in item:
+                sessions.append(_session(item))
+        current = stored.get("current")
+        if isinstance(current, dict) and "id" in current:
+            sessions.append(_session({**current, "ended": None}))
+    known = {s["id"] for s in sessions}
+    for record in records:  # a roll of a session the store no longer describes
+        if record.session is not None and record.session not in known:
+            known.add(record.session)
+            sessions.append(_session({"id": record.session, "started": record.time}))
+    sessions.sort(key=lambda s: (s["started"] is None, s["started"] or 0.0))
+    return {"room": room, "sessions": sessions, "rolls": [r.as_json() for r in records]}
+
+
+def _session(item: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "id": str(item["id"]),
+        "started": item.get("started"),
+        "ended": item.get("ended"),
+        "started_by": item.get("started_by"),
+    }
+
+
+def _cell(text: str) -> str:
+    return " ".join(text.split()).replace("\\", "\\\\").replace("|", "\\|")
+
+
+def result_text(record: RollRecord) -> str:
+    """``3 successes (success)``, ``botch``-flagged when the roll botched."""
+    count = f"{record.successes} success" + ("" if record.successes == 1 else "es")
+    text = f"{count} ({record.outcome})"
+    if record.botch and "botch" not in record.outcome:
+        text += ", botch"
+    return text
+
+
+def to_markdown(log: dict[str, Any]) -> str:
+    """The Markdown session log of :func:`room_log`'s object."""
+    records = [RollRecord.from_json(r) for r in log["rolls"]]
+    lines = [f"# Roll log of {_cell(log['room'])}", ""]
+    groups: list[tuple[str, list[RollRecord]]] = []
+    for session in log["sessions"]:
+        mine = [r for r in records if r.session == session["id"]]
+        title = f"Session {session['id']}"
+        details = []
+        if session["started"] is not None:
+            details.append(f"started {iso(session['started'])}")
+        if session["started_by"]:
+            details.append(f"by {session['started_by']}")
+        if session["ended"] is not None:
+            details.append(f"ended {iso(session['ended'])}")
+        elif session["started"] is not None:
+            details.append("still open")
+        if details:
+            title += " — " + " ".join(details)
+        groups.append((title, mine))
+    outside = [r for r in records if r.session is None]
+    if outside:
+        groups.append((OUTSIDE, outside))
+    for title, mine in groups:
+        lines += [f"## {_cell(title)}", ""]
+        if not mine:
+            lines += ["No rolls.", ""]
+            continue
+        lines += [
+            "| time (UTC) | id | who | request | faces | result |",
+            "| --- | --- | --- | --- | --- | --- |",
+        ]
+        for r in mine:
+            who = r.display_name or r.user
+            faces = " ".join(str(face) for face in r.faces)
+            lines.append(
+                f"| {iso(r.time)} | {_cell(r.id)} | {_cell(who)} | {_cell(r.request)} "
+                f"| {faces} | {_cell(result_text(r))} |"
+            )
+        lines.append("")
+    lines.append(f"{len(records)} roll(s) in {len(log['sessions'])} session(s).")
+    return "\n".join(lines) + "\n"
+
+
+def to_json(log: dict[str, Any]) -> str:
+    return json.dumps(log, ensure_ascii=False, indent=2) + "\n"

@@ -1,0 +1,1 @@
+"""coterie's Alembic migrations (``coterie db upgrade``; applied on start by ``open_store``)."""
