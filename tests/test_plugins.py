@@ -6,6 +6,7 @@ import asyncio
 import subprocess
 import sys
 import textwrap
+import threading
 
 import pytest
 
@@ -17,6 +18,7 @@ from coterie.cli import main
 from coterie.commands import Command
 from coterie.config import Config, parse_config
 from coterie.dice import FixedDice, SeededDice
+from coterie.elements import Text
 from coterie.encode import to_plain
 from coterie.errors import ConfigError, UsageError
 from coterie.plugins import PluginHost, installed_plugins
@@ -421,6 +423,113 @@ async def test_awaitable_that_raises_is_isolated(say):
     assert [(f.plugin, f.where, f.error) for f in app.host.failures] == [
         ("async-failing", "coterie_after_roll", "ValueError: late failure")
     ]
+
+
+# --- synchronous hooks that hang ----------------------------------------------------------------
+
+
+class SyncHanging:
+    """Plain (not async) per-message hooks that block until the test lets them go."""
+
+    def __init__(self) -> None:
+        self.release = threading.Event()
+        self.calls = 0
+
+    @hookimpl
+    def coterie_after_roll(self, app, message, variant, outcome):
+        self.calls += 1
+        self.release.wait(30)
+
+    @hookimpl
+    def coterie_before_reply(self, app, message, reply):
+        self.calls += 1
+        self.release.wait(30)
+
+
+class Recorder:
+    """A well-behaved plugin: it must keep working whatever its neighbours do."""
+
+    def __init__(self) -> None:
+        self.rolls = 0
+
+    @hookimpl
+    def coterie_after_roll(self, app, message, variant, outcome):
+        self.rolls += 1
+
+    @hookimpl
+    def coterie_before_reply(self, app, message, reply):
+        reply.body.append(Text(" [seen]"))
+
+    @hookimpl
+    def coterie_commands(self):
+        def boom(ctx):
+            raise RuntimeError("secret internals of boom")
+
+        return [Command(name="boom", summary="fails", usage="!boom", handler=boom)]
+
+
+async def test_a_hanging_sync_hook_is_cut_off_and_then_skipped(monkeypatch, say):
+    monkeypatch.setattr(coterie.plugins, "HOOK_TIMEOUT", 0.2)
+    hanging, recorder = SyncHanging(), Recorder()
+    app = app_with((hanging, "hanging"), (recorder, "recorder"))
+    loop = asyncio.get_running_loop()
+    try:
+        started = loop.time()
+        plain = await asyncio.wait_for(say(app, "!roll 3 6"), 5)
+        first = loop.time() - started
+        assert plain is not None and "3 dice, difficulty 6" in plain and "[seen]" in plain
+        assert 0.2 <= first < 2  # both hanging hooks waited for, once each
+        timeouts = [f for f in app.host.failures if f.plugin == "hanging"]
+        assert {f.where for f in timeouts} == {"coterie_after_roll", "coterie_before_reply"}
+        assert all(f.error == "TimeoutError: timed out after 0.2 s" for f in timeouts)
+        assert set(app.host.hung) == {
+            ("hanging", "coterie_after_roll"),
+            ("hanging", "coterie_before_reply"),
+        }
+
+        # while they still hang, they are skipped at once: no more waiting, no more threads
+        started = loop.time()
+        plain = await asyncio.wait_for(say(app, "!roll 2 6"), 5)
+        assert loop.time() - started < 0.2
+        assert plain is not None and "2 dice" in plain and "[seen]" in plain
+        assert hanging.calls == 2 and recorder.rolls == 2
+        skipped = [f.error for f in app.host.failures if f.plugin == "hanging"][2:]
+        assert len(skipped) == 2 and all("has not returned" in e for e in skipped)
+    finally:
+        hanging.release.set()
+    for _ in range(100):  # the threads return; the hooks are called again from now on
+        if not app.host.hung:
+            break
+        await asyncio.sleep(0.02)
+    assert app.host.hung == {}
+    plain = await asyncio.wait_for(say(app, "!roll 1 6"), 5)
+    assert plain is not None and "[seen]" in plain and hanging.calls == 4
+    assert all(f.plugin == "hanging" for f in app.host.failures)
+
+
+async def test_raising_and_hanging_plugins_together_leave_the_bot_working(monkeypatch, say):
+    monkeypatch.setattr(coterie.plugins, "HOOK_TIMEOUT", 0.1)
+    hanging, recorder = SyncHanging(), Recorder()
+    app = app_with((Exploding(), "exploding"), (hanging, "hanging"), (recorder, "recorder"))
+    try:
+        await asyncio.wait_for(app.start(), 5)
+        for text, expected in [("!roll 4 6", "4 dice"), ("!help", "!roll"), ("!roll 2", "2 dice")]:
+            plain = await asyncio.wait_for(say(app, text), 5)
+            assert plain is not None and expected in plain and "[seen]" in plain
+            assert "something went wrong" not in plain and "Traceback" not in plain
+        # only a command that itself fails says so, with an incident id and no internals
+        plain = await asyncio.wait_for(say(app, "!boom"), 5)
+        assert plain is not None and plain.startswith("⚠ something went wrong")
+        assert "incident" in plain and "secret internals" not in plain
+        assert "Traceback" not in plain and "RuntimeError" not in plain
+        await asyncio.wait_for(app.stop(), 5)
+    finally:
+        hanging.release.set()
+    assert recorder.rolls == 2
+    failed = {(f.plugin, f.where) for f in app.host.failures}
+    assert ("exploding", "coterie_after_roll") in failed
+    assert ("hanging", "coterie_before_reply") in failed
+    assert not any(f.plugin == "recorder" for f in app.host.failures)
 
 
 # --- commands from plugins ----------------------------------------------------------------------

@@ -8,8 +8,12 @@ fails to import, or whose hook raises, is logged with its name and skipped: the 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import contextvars
 import inspect
 import logging
+import threading
+import time
 from collections import Counter, deque
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -24,8 +28,12 @@ from coterie.errors import ConfigError
 log = logging.getLogger("coterie.plugins")
 
 ENTRY_POINT_GROUP = "coterie"
-#: how long an awaitable returned by a hook may run before it is abandoned
+#: how long a hook called per message (or an awaitable any hook returns) may run before it is
+#: abandoned
 HOOK_TIMEOUT = 10.0
+#: hooks called for every message: their synchronous implementations run in a worker thread, so
+#: one that hangs is cut off by the timeout instead of hanging the bot
+PER_MESSAGE_HOOKS = frozenset({"coterie_after_roll", "coterie_before_reply"})
 #: how many recent failures ``PluginHost.failures`` keeps
 MAX_FAILURES_KEPT = 200
 
@@ -59,6 +67,11 @@ class PluginHost:
         self.failures: deque[PluginFailure] = deque(maxlen=MAX_FAILURES_KEPT)
         #: failures per plugin since start
         self.failure_counts: Counter[str] = Counter()
+        #: (plugin, hook) → when a synchronous call that timed out started; cleared when it
+        #: returns. While it hangs, later calls of that implementation are skipped at once, so a
+        #: hung hook holds at most one thread.
+        self.hung: dict[tuple[str, str], float] = {}
+        self._hung_lock = threading.Lock()
         from coterie import builtins
 
         self.pm.register(builtins, name="coterie.builtins")
@@ -131,16 +144,77 @@ class PluginHost:
         return results
 
     async def call_async(self, hook: str, **kwargs: Any) -> list[tuple[str, Any]]:
-        """Like :meth:`call`, then await every awaitable result (each with a timeout)."""
+        """Call each implementation of ``hook`` on its own and await an awaitable result, each
+        within :data:`HOOK_TIMEOUT`; return ``(plugin, result)`` pairs for those that did not
+        fail and returned something. Implementations run one after another (each sees what the
+        ones before it changed). The synchronous implementations of :data:`PER_MESSAGE_HOOKS`
+        run in a worker thread, so one that hangs is abandoned after the timeout too."""
         results: list[tuple[str, Any]] = []
-        for plugin, value in self.call(hook, **kwargs):
-            if inspect.isawaitable(value):
-                try:
-                    value = await asyncio.wait_for(value, HOOK_TIMEOUT)
-                except Exception as error:
-                    if isinstance(error, TimeoutError):
-                        error = TimeoutError(f"timed out after {HOOK_TIMEOUT:g} s")
-                    self._fail(plugin, hook, error)
+        threaded = hook in PER_MESSAGE_HOOKS
+        for impl in self._impls(hook):
+            plugin = impl.plugin_name
+            args = [kwargs[arg] for arg in impl.argnames]
+            timeout = HOOK_TIMEOUT
+            try:
+                if threaded and not inspect.iscoroutinefunction(impl.function):
+                    value = await self._in_thread(plugin, hook, impl.function, args, timeout)
+                else:
+                    value = impl.function(*args)
+                if value is None:
                     continue
+                if inspect.isawaitable(value):
+                    value = await asyncio.wait_for(value, timeout)
+            except Exception as error:
+                if isinstance(error, TimeoutError) and not str(error):
+                    error = TimeoutError(f"timed out after {timeout:g} s")
+                self._fail(plugin, hook, error)
+                continue
             results.append((plugin, value))
         return results
+
+    async def _in_thread(
+        self, plugin: str, hook: str, function: Any, args: list[Any], timeout: float
+    ) -> Any:
+        """``function(*args)`` in a daemon thread (a hung one never blocks the process from
+        exiting), waited for at most ``timeout`` seconds."""
+        key = (plugin, hook)
+        if key in self.hung:
+            waited = time.monotonic() - self.hung[key]
+            raise TimeoutError(
+                f"skipped: an earlier call has not returned after {waited:.0f} s (hung)"
+            )
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[Any] = loop.create_future()
+        context = contextvars.copy_context()
+        started = time.monotonic()
+        finished = threading.Event()
+
+        def settle(value: Any, error: BaseException | None) -> None:
+            if future.done():
+                return
+            if error is not None:
+                future.set_exception(error)
+            else:
+                future.set_result(value)
+
+        def work() -> None:
+            try:
+                value, error = context.run(function, *args), None
+            except BaseException as raised:  # delivered to the awaiting side
+                value, error = None, raised
+            with self._hung_lock:
+                finished.set()
+                if self.hung.get(key) == started:
+                    del self.hung[key]
+            with contextlib.suppress(RuntimeError):  # a closed loop: nobody is waiting any more
+                loop.call_soon_threadsafe(settle, value, error)
+
+        thread = threading.Thread(target=work, name=f"coterie-hook-{plugin}", daemon=True)
+        thread.start()
+        try:
+            return await asyncio.wait_for(future, timeout)
+        except TimeoutError:
+            with self._hung_lock:
+                if not finished.is_set():
+                    self.hung[key] = started
+            raise

@@ -1,0 +1,209 @@
+"""Logging for ``coterie run`` and ``coterie chat``: readable text or one JSON object per line,
+and a filter that keeps secrets out of every log line.
+
+The :class:`Redactor` knows two kinds of secret:
+
+* the values of the environment variables that hold secrets — the adapters' defaults
+  (``SLACK_BOT_TOKEN``, ``TELEGRAM_BOT_TOKEN``, ``MATRIX_PASSWORD``, …), every variable an
+  ``[adapters.NAME]`` table names in a ``*_env`` key, ``[logging] redact_env``, and the password
+  in ``COTERIE_DATABASE_URL``;
+* anything shaped like a token: Slack ``xoxb-…``/``xapp-…``, Telegram ``123456:ABC…``, Matrix
+  ``syt_…``, ``Bearer …`` and the password in ``scheme://user:password@host``.
+
+:class:`RedactingFilter` applies it to the message, its arguments, extra fields and the formatted
+exception and stack, on the handler, so records from every logger pass through it.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import sys
+import traceback
+from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime
+from typing import Any, TextIO
+from urllib.parse import unquote, urlsplit
+
+from coterie.config import Config
+
+REDACTED = "[redacted]"
+
+#: environment variables that hold secrets whatever the config says (the adapters' defaults)
+SECRET_ENV = (
+    "SLACK_BOT_TOKEN",
+    "SLACK_APP_TOKEN",
+    "SLACK_SIGNING_SECRET",
+    "TELEGRAM_BOT_TOKEN",
+    "TELEGRAM_WEBHOOK_SECRET",
+    "MATRIX_ACCESS_TOKEN",
+    "MATRIX_PASSWORD",
+    "MATRIX_STORE_PASSPHRASE",
+    "COTERIE_DATABASE_URL",
+)
+#: a value shorter than this is not treated as a secret (it would blank out ordinary words)
+MIN_SECRET_LENGTH = 6
+
+TOKEN_PATTERNS = (
+    re.compile(r"\bxox[a-z]-[A-Za-z0-9-]{8,}"),  # Slack bot, user and legacy tokens
+    re.compile(r"\bxapp-[A-Za-z0-9-]{8,}"),  # Slack app-level tokens
+    re.compile(r"(?<![0-9])[0-9]{5,12}:[A-Za-z0-9_-]{30,}"),  # Telegram bot tokens
+    re.compile(r"\bsy[tn]_[A-Za-z0-9_]{8,}"),  # Matrix (Synapse) access tokens
+    re.compile(r"(?i)\bbearer\s+[A-Za-z0-9._~+/-]{8,}=*"),
+)
+#: ``scheme://user:password@host``: the password goes
+URL_PASSWORD = re.compile(r"(://[^:/?#@\s]*:)([^@/\s]+)(@)")
+
+#: attributes every LogRecord has; anything else was passed with ``extra=``
+_STANDARD = set(vars(logging.makeLogRecord({}))) | {"message", "asctime", "taskName"}
+
+
+class Redactor:
+    """Replaces secret values and token-shaped strings with ``[redacted]``."""
+
+    def __init__(self, secrets: Iterable[str] = ()) -> None:
+        values = {s for s in secrets if s and len(s) >= MIN_SECRET_LENGTH}
+        # longest first, so a secret containing another is replaced whole
+        self.secrets = sorted(values, key=len, reverse=True)
+
+    def __call__(self, text: str) -> str:
+        for secret in self.secrets:
+            if secret in text:
+                text = text.replace(secret, REDACTED)
+        text = URL_PASSWORD.sub(rf"\g<1>{REDACTED}\g<3>", text)
+        for pattern in TOKEN_PATTERNS:
+            text = pattern.sub(REDACTED, text)
+        return text
+
+    def value(self, value: Any) -> Any:
+        """A log argument or extra field, redacted if it is (or shows as) text."""
+        if isinstance(value, int | float | bool) or value is None:
+            return value
+        return self(value if isinstance(value, str) else str(value))
+
+
+def secret_env_names(config: Config | None = None) -> list[str]:
+    """Names of the environment variables whose values are secrets."""
+    names = list(SECRET_ENV)
+    if config is not None:
+        for table in config.adapters.values():
+            names += [str(v) for k, v in table.items() if k.endswith("_env") and v]
+        names += config.logging.redact_env
+    return list(dict.fromkeys(names))
+
+
+def secret_values(
+    config: Config | None = None, environ: Mapping[str, str] | None = None
+) -> list[str]:
+    """The secret values present in the environment (a database URL gives its password too)."""
+    env = os.environ if environ is None else environ
+    values: list[str] = []
+    for name in secret_env_names(config):
+        value = env.get(name, "").strip()
+        if not value:
+            continue
+        values.append(value)
+        if "://" in value:
+            try:
+                password = urlsplit(value).password
+            except ValueError:
+                password = None
+            if password:
+                values += [password, unquote(password)]
+    return values
+
+
+class RedactingFilter(logging.Filter):
+    """Redacts a record in place: message with its arguments, extra fields, exception, stack."""
+
+    def __init__(self, redactor: Redactor) -> None:
+        super().__init__()
+        self.redactor = redactor
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        redact = self.redactor
+        try:
+            message = record.getMessage()
+        except Exception:  # a bad format string: keep what there is
+            message = f"{record.msg!r} % {record.args!r}"
+        record.msg, record.args = redact(message), None
+        if record.exc_info and record.exc_info[0] is not None:
+            text = "".join(traceback.format_exception(*record.exc_info)).rstrip("\n")
+            record.exc_text = redact(text)
+            record.exc_info = None
+        elif record.exc_text:
+            record.exc_text = redact(record.exc_text)
+        if record.stack_info:
+            record.stack_info = redact(record.stack_info)
+        for key, value in list(vars(record).items()):
+            if key not in _STANDARD:
+                setattr(record, key, redact.value(value))
+        return True
+
+
+class JsonFormatter(logging.Formatter):
+    """One JSON object per line: ``time``, ``level``, ``logger``, ``message``, every ``extra``
+    field, and ``exception``/``stack`` when there is one."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        entry: dict[str, Any] = {
+            "time": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
+            "level": record.levelname,
+            "logger": record.name,
+            "message": record.getMessage(),
+        }
+        for key, value in vars(record).items():
+            if key not in _STANDARD and key not in entry:
+                entry[key] = value
+        if record.exc_info and not record.exc_text:
+            record.exc_text = self.formatException(record.exc_info)
+        if record.exc_text:
+            entry["exception"] = record.exc_text
+        if record.stack_info:
+            entry["stack"] = record.stack_info
+        return json.dumps(entry, ensure_ascii=False, default=str)
+
+
+class TextFormatter(logging.Formatter):
+    """``time level logger: message key=value …`` (extra fields appended)."""
+
+    def __init__(self) -> None:
+        super().__init__("%(asctime)s %(levelname)s %(name)s: %(message)s")
+
+    def formatMessage(self, record: logging.LogRecord) -> str:
+        line = super().formatMessage(record)
+        extra = [f"{k}={v}" for k, v in vars(record).items() if k not in _STANDARD]
+        return f"{line} {' '.join(extra)}" if extra else line
+
+
+#: marks the handler :func:`setup_logging` installed, so a second call replaces it
+_OURS = "coterie"
+
+
+def setup_logging(
+    config: Config | None = None,
+    *,
+    log_format: str | None = None,
+    level: str | int | None = None,
+    stream: TextIO | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> logging.Handler:
+    """Send every log record to ``stream`` (stderr) as text or JSON, secrets redacted.
+
+    ``log_format`` and ``level`` win over the config's ``[logging]`` table (then ``log_level``).
+    Replaces the root logger's handlers (``logging.basicConfig``'s included)."""
+    chosen = log_format or (config.logging.format if config else "text")
+    if level is None:
+        level = (config.logging.level or config.log_level) if config else "INFO"
+    handler = logging.StreamHandler(stream or sys.stderr)
+    handler.set_name(_OURS)
+    handler.setFormatter(JsonFormatter() if chosen == "json" else TextFormatter())
+    handler.addFilter(RedactingFilter(Redactor(secret_values(config, environ))))
+    root = logging.getLogger()
+    for old in list(root.handlers):
+        root.removeHandler(old)
+    root.addHandler(handler)
+    root.setLevel(level)
+    return handler

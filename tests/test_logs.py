@@ -1,0 +1,180 @@
+"""Logs: secrets never reach them; JSON lines with ids and no message text."""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+import subprocess
+
+import pytest
+
+from coterie.config import parse_config
+from coterie.logs import REDACTED, Redactor, secret_values, setup_logging
+
+SLACK = "xoxb-2093-48811-T0k3nV4lu3AbCdEf"
+TELEGRAM = "7123456789:AAHd8t4kQx9_mZ3r1LhW0pNcVbYuTsEoIgA"
+MATRIX = "syt_Ym90_ZQmNgHfAwWcTtTsPoKq_0x1Y2z"
+
+
+@pytest.fixture
+def restore_logging():
+    """setup_logging replaces the root logger's handlers: put pytest's back afterwards."""
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    yield
+    for handler in list(root.handlers):
+        root.removeHandler(handler)
+    for handler in handlers:
+        root.addHandler(handler)
+    root.setLevel(level)
+
+
+def capture(config=None, *, log_format="text", environ=None, level="DEBUG") -> io.StringIO:
+    out = io.StringIO()
+    setup_logging(config, log_format=log_format, level=level, stream=out, environ=environ or {})
+    return out
+
+
+@pytest.mark.parametrize(
+    ("text", "kept"),
+    [
+        (f"auth with {SLACK} failed", "auth with"),
+        ("app token xapp-1-A0123456789-1234567890123-abcdef0123", "app token"),
+        (f"GET https://api.telegram.org/bot{TELEGRAM}/getMe", "api.telegram.org/bot"),
+        (f"Authorization: Bearer {MATRIX}", "Authorization:"),
+        (f"token={MATRIX}&x=1", "&x=1"),
+        ("postgresql+asyncpg://coterie:hunter2hunter2@db.local/coterie", "@db.local/coterie"),
+    ],
+)
+def test_token_shaped_strings_are_redacted(text: str, kept: str) -> None:
+    out = Redactor()(text)
+    assert REDACTED in out and kept in out
+    for secret in (SLACK, TELEGRAM, MATRIX, "hunter2hunter2", "abcdef0123"):
+        assert secret not in out
+
+
+def test_ordinary_text_is_left_alone() -> None:
+    text = "room C024BE91L user U12345 rolled !roll 7 6 at 12:30:45, incident k3f9qz"
+    assert Redactor(["secret-value"])(text) == text
+
+
+def test_secret_values_come_from_the_adapters_env_variables() -> None:
+    config = parse_config({"adapters": {"slack": {"bot_token_env": "MY_SLACK"}}})
+    environ = {
+        "MY_SLACK": "plain-looking-secret",  # named by the config
+        "MATRIX_PASSWORD": "correct horse battery",  # a default name
+        "COTERIE_DATABASE_URL": "postgresql://bot:p%40ss-w0rd@127.0.0.1/db",
+        "HOME": "/home/bot",  # not a secret
+        "TELEGRAM_BOT_TOKEN": "short",  # too short to redact safely: ignored
+    }
+    values = secret_values(config, environ)
+    assert "plain-looking-secret" in values and "correct horse battery" in values
+    assert "p@ss-w0rd" in values and "p%40ss-w0rd" in values
+    assert "/home/bot" not in values
+    assert "short" not in Redactor(values).secrets
+
+
+def test_a_traceback_with_a_token_is_redacted(restore_logging) -> None:
+    config = parse_config({"adapters": {"telegram": {"bot_token_env": "TG"}}})
+    secret = "not-token-shaped-but-secret"
+    out = capture(config, environ={"TG": secret, "SLACK_BOT_TOKEN": SLACK})
+    log = logging.getLogger("coterie.test")
+    try:
+        raise ConnectionError(f"connect to https://example.test/bot{TELEGRAM} with {secret}")
+    except ConnectionError:
+        log.exception("adapter %s crashed with %s", "telegram", SLACK, extra={"token": secret})
+    log.warning("stack here", stack_info=True)
+    text = out.getvalue()
+    assert "Traceback (most recent call last)" in text and "ConnectionError" in text
+    assert "adapter telegram crashed" in text
+    for leaked in (secret, SLACK, TELEGRAM):
+        assert leaked not in text
+    assert text.count(REDACTED) >= 4
+
+
+def test_json_lines_carry_extra_fields_and_exceptions(restore_logging) -> None:
+    out = capture(log_format="json", environ={"MATRIX_ACCESS_TOKEN": MATRIX})
+    log = logging.getLogger("coterie.test")
+    log.info("hello %s", "world", extra={"room": "!abc:example.org", "count": 3})
+    try:
+        1 / 0  # noqa: B018
+    except ZeroDivisionError:
+        log.error("failed using %s", MATRIX, exc_info=True)
+    first, second = (json.loads(line) for line in out.getvalue().splitlines())
+    assert first["level"] == "INFO" and first["logger"] == "coterie.test"
+    assert first["message"] == "hello world"
+    assert first["room"] == "!abc:example.org" and first["count"] == 3
+    assert first["time"].endswith("+00:00")
+    assert second["level"] == "ERROR" and "ZeroDivisionError" in second["exception"]
+    assert MATRIX not in second["message"] and REDACTED in second["message"]
+
+
+async def test_each_answered_command_logs_ids_never_text(restore_logging, make_app, say) -> None:
+    out = capture(log_format="json", level="INFO")
+    app = make_app()
+    await say(app, "!roll 5 6 # the secret plan", user="U7", room="C9", platform="slack")
+    await say(app, "!roll 5 banana # the secret plan", user="U7", room="C9", platform="slack")
+    await say(app, "just chatting about the secret plan", user="U7", room="C9", platform="slack")
+    lines = [json.loads(line) for line in out.getvalue().splitlines()]
+    answered = [line for line in lines if line["logger"] == "coterie.chat"]
+    assert len(answered) == 2  # chatter is not logged
+    for line, error in zip(answered, [False, True], strict=True):
+        assert line["level"] == "INFO"
+        assert (line["platform"], line["room"], line["user"]) == ("slack", "C9", "U7")
+        assert line["command"] == "roll" and line["error"] is error
+        assert line["rate_limited"] is False
+        assert isinstance(line["duration_ms"], float) and line["duration_ms"] >= 0
+    assert "secret plan" not in out.getvalue() and "banana" not in out.getvalue()
+
+
+async def test_unknown_command_words_are_not_logged(restore_logging, make_app, say) -> None:
+    out = capture(log_format="json", level="INFO")
+    await say(make_app(), "!hunter2 please")
+    [line] = [json.loads(line) for line in out.getvalue().splitlines()]
+    assert line["command"] == "(unknown)" and line["error"] is True
+    assert "hunter2" not in out.getvalue()
+
+
+def test_text_format_and_config_driven_level(restore_logging) -> None:
+    config = parse_config({"logging": {"format": "json", "level": "WARNING"}})
+    out = io.StringIO()
+    setup_logging(config, log_format="text", stream=out, environ={})
+    log = logging.getLogger("coterie.test")
+    log.info("hidden")
+    log.warning("shown %d", 1, extra={"room": "r1"})
+    text = out.getvalue()
+    assert "hidden" not in text
+    assert "WARNING coterie.test: shown 1 room=r1" in text
+    assert logging.getLogger().level == logging.WARNING
+
+
+def test_bad_logging_config_is_refused() -> None:
+    from coterie.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=r"logging\.format"):
+        parse_config({"logging": {"format": "xml"}})
+
+
+def test_coterie_run_logs_json_with_secrets_redacted(coterie_cli, cli_env, tmp_path) -> None:
+    """The real CLI: an adapter that cannot start logs its error as JSON, token redacted."""
+    config = tmp_path / "bot.toml"
+    config.write_text(
+        '[plugins]\nenable = ["revised", "console"]\n[adapters.console]\nenabled = true\n',
+        encoding="utf-8",
+    )
+    env = dict(cli_env, SLACK_BOT_TOKEN=SLACK)
+    done = subprocess.run(
+        [*coterie_cli, "run", "--config", str(config), "--log-format", "json"],
+        input=f"!roll 3 6 # {SLACK}\n!nosuch\n",
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "3 dice, difficulty 6" in done.stdout
+    lines = [json.loads(line) for line in done.stderr.splitlines() if line.startswith("{")]
+    commands = [line["command"] for line in lines if line.get("logger") == "coterie.chat"]
+    assert commands == ["roll", "(unknown)"]
+    assert SLACK not in done.stderr
