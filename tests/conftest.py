@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import os
+import re
 import sys
 from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
@@ -23,7 +24,7 @@ from hypothesis import settings
 from coterie.app import Coterie
 from coterie.config import Config, parse_config
 from coterie.dice import DiceSource, FixedDice, SeededDice
-from coterie.elements import Reply
+from coterie.elements import BR, Reply, italic
 from coterie.encode import to_plain
 from coterie.message import Message
 
@@ -34,6 +35,7 @@ settings.register_profile("ci", deadline=None, max_examples=100, derandomize=Tru
 settings.load_profile("ci" if os.environ.get("CI") else "coterie")
 
 ROOT = Path(__file__).resolve().parents[1]
+pytest_plugins = ["pg_fixture"]  # throwaway PostgreSQL; COTERIE_DATABASE_URL=memory:// by default
 
 
 @pytest.fixture
@@ -98,6 +100,29 @@ def recording_dice() -> RecordingDice:
     return RecordingDice()
 
 
+def without_roll_id(reply: Reply) -> Reply:
+    """``reply`` without its roll-id footer (tested on its own in ``tests/test_play.py``), so
+    that tests of a rule set's reply read only what the rule set wrote. Checks the footer first:
+    a reply whose meta names a roll must end with it."""
+    roll_id = reply.meta.get("roll_id")
+    if roll_id:
+        footer = [BR, italic(f"roll {roll_id}")]
+        at = next((i for i in range(len(reply.body) - 1) if reply.body[i : i + 2] == footer), None)
+        assert at is not None, f"no roll-id footer in {reply.body}"
+        reply.body = reply.body[:at] + reply.body[at + 2 :]
+    return reply
+
+
+ROLL_ID_LINE = re.compile(r"roll [a-z2-9]{6}")
+
+
+def drop_roll_ids(lines: list[str]) -> list[str]:
+    """Chat output lines without the roll-id footers (there must be some)."""
+    kept = [line for line in lines if not ROLL_ID_LINE.fullmatch(line.strip())]
+    assert len(kept) < len(lines), "no roll-id footer in the output"
+    return kept
+
+
 async def _send(
     app: Coterie,
     text: str,
@@ -108,7 +133,8 @@ async def _send(
     addressed: bool = False,
 ) -> Reply | None:
     message = Message(platform=platform, room=room, user=user, text=text, addressed=addressed)
-    return await app.handle(message)
+    reply = await app.handle(message)
+    return None if reply is None else without_roll_id(reply)
 
 
 async def _say(

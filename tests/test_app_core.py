@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from conftest import without_roll_id
 from coterie import hookimpl
 from coterie.adapters import Adapter
 from coterie.app import Coterie
@@ -34,7 +35,7 @@ def app_with(*plugins: object, config: Config | None = None) -> Coterie:
 async def ask(app: Coterie, text: str) -> Reply:
     reply = await app.handle(Message(platform="test", room="r", user="u", text=text))
     assert reply is not None
-    return reply
+    return without_roll_id(reply)
 
 
 class ReplyRecorder:

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 import pytest
 
-from conftest import RecordingDice
+from conftest import RecordingDice, drop_roll_ids, without_roll_id
 from coterie.app import Coterie
 from coterie.cli import main
 from coterie.config import Config
@@ -28,7 +28,7 @@ def app_with(faces: Sequence[int] = (), **config: object) -> Coterie:
 async def send(app: Coterie, text: str, user: str = "lynn") -> Reply:
     reply = await app.handle(Message(platform="test", room="r", user=user, text=text))
     assert reply is not None, text
-    return reply
+    return without_roll_id(reply)
 
 
 async def lines(app: Coterie, text: str) -> list[str]:
@@ -572,7 +572,7 @@ def test_console_session(
     code = main(["chat", "--variant", "crossover", "--seed", "1", "--user", "Bo"])
     out = capsys.readouterr().out
     assert code == 0
-    text = out.splitlines()
+    text = drop_roll_ids(out.splitlines())
     assert text[0] == "Bo" and text[1].startswith("Rage: 4 dice, difficulty 7 (Challenging): ")
     assert text[3] == "Bo"
     assert text[4] == "2 actions share the smallest pool, 4 dice (of 5, 4): 3 + 1"

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from conftest import RecordingDice
+from conftest import RecordingDice, without_roll_id
 from coterie import hookimpl
 from coterie.app import Coterie
 from coterie.cli import main
@@ -34,7 +34,7 @@ def app_with(
 async def send(app: Coterie, text: str, user: str = "maxine") -> Reply:
     reply = await app.handle(Message(platform="test", room="r", user=user, text=text))
     assert reply is not None
-    return reply
+    return without_roll_id(reply)
 
 
 async def say(app: Coterie, text: str) -> list[str]:
@@ -267,9 +267,12 @@ async def test_errors_roll_nothing(text: str, message: str, usage: str) -> None:
 
 async def test_the_commands_exist_only_in_d6_rooms() -> None:
     app = app_with([6, 1], defaults={"variant": "revised"})
-    for text in ("!contest 1 vs 1", "!initiative A: 1 1; B: 2 2", "!init A: 1 1; B: 2 2"):
+    for text in ("!initiative A: 1 1; B: 2 2", "!init A: 1 1; B: 2 2"):
         reply = await send(app, text)
         assert reply.is_error and "unknown command" in to_plain(reply.body), text
+    # elsewhere `!contest` is only core's contest between two chat users
+    reply = await send(app, "!contest 1 vs 1")
+    assert reply.is_error and "whom do you challenge?" in to_plain(reply.body)
     await send(app, "!variant d6")
     lines = to_plain((await send(app, "!contest 1 vs 1")).body).splitlines()
     assert lines[-1] == "Attacker wins: 1 − 0 = 1 success left (It'll do)"

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from conftest import RecordingDice
+from conftest import RecordingDice, without_roll_id
 from coterie import odds
 from coterie.app import Coterie
 from coterie.cli import EXIT_USAGE, main
@@ -43,7 +43,7 @@ def app_for(variant: str, *, dice: Any = None, **config: Any) -> Coterie:
 async def send(app: Coterie, text: str, user: str = "ana", room: str = "r") -> Reply:
     reply = await app.handle(Message(platform="test", room=room, user=user, text=text))
     assert reply is not None
-    return reply
+    return without_roll_id(reply)
 
 
 async def say(app: Coterie, text: str, **where: str) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from conftest import without_roll_id
 from coterie.app import Coterie
 from coterie.config import Config
 from coterie.dice import FixedDice
@@ -18,7 +19,7 @@ def app_with(faces: list[int], **config) -> Coterie:
 async def say(app: Coterie, text: str, user: str = "lynn"):
     reply = await app.handle(Message(platform="test", room="r", user=user, text=text))
     assert reply is not None
-    return reply
+    return without_roll_id(reply)
 
 
 async def test_roll_reply_shows_faces_roles_and_result() -> None:

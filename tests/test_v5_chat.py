@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from conftest import RecordingDice
+from conftest import RecordingDice, drop_roll_ids, without_roll_id
 from coterie import hookimpl
 from coterie.app import Coterie
 from coterie.config import parse_config
@@ -35,7 +35,7 @@ def app_with(
 async def send(app: Coterie, text: str, user: str = "ana", room: str = "r") -> Reply:
     reply = await app.handle(Message(platform="test", room=room, user=user, text=text))
     assert reply is not None
-    return reply
+    return without_roll_id(reply)
 
 
 async def say(app: Coterie, text: str, user: str = "ana", room: str = "r") -> str:
@@ -495,7 +495,9 @@ def test_console_session_with_reroll_and_rouse(
     assert done.returncode == 0, done.stderr
     assert done.stderr == ""
     assert "Options: !reroll failures" in done.stdout  # the buttons, as the console shows them
-    lines = [line for line in done.stdout.splitlines() if not line.startswith("Options: ")]
+    lines = [
+        line for line in drop_roll_ids(done.stdout.splitlines()) if not line.startswith("Options: ")
+    ]
     assert lines[0] == "Lynn — sneak"
     assert re.fullmatch(
         rf"6 dice, Hunger 2, Difficulty 3: {DICE}( {DICE}){{3}} \| Hunger {DICE} {DICE}", lines[1]

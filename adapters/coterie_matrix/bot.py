@@ -498,6 +498,7 @@ class MatrixBot:
             user=sender,
             text=command.text,
             user_name=room.user_name(sender) if room is not None else None,
+            admin=direct or _moderates(room, sender),
             thread=command.thread,
             reply_to=event_id,
             message_id=event_id,
@@ -669,7 +670,9 @@ class MatrixBot:
         """Send ``reply`` as notices (split to fit), then its images, then its reaction keys.
         ``owner`` may press the buttons; ``cause`` (the event answered) seeds transaction ids."""
         keyed = button_keys(reply.body, self.settings.buttons)
-        parts = render(reply.body, keys=[key for key, _ in keyed], meta=reply.meta)
+        # the roll id goes in the small footer line under the reply instead of core's
+        body = reply.without_roll_footer()
+        parts = render(body, keys=[key for key, _ in keyed], meta=reply.meta)
         meta: dict[str, Any] = {"kind": reply.kind, **reply.meta}
         button_event: str | None = None
         for index, part in enumerate(parts):
@@ -939,3 +942,18 @@ def _is_transient(response: object) -> bool:
         return False
     status = getattr(getattr(response, "transport_response", None), "status", None)
     return response.status_code in (None, "M_UNKNOWN") and (status is None or status >= 500)
+
+
+#: the power level from which a Matrix user counts as a room administrator (Storyteller rights)
+ADMIN_POWER_LEVEL = 50
+
+
+def _moderates(room: Any, user_id: str) -> bool:
+    """A power level of :data:`ADMIN_POWER_LEVEL` or more in the room (moderators, admins)."""
+    levels = getattr(room, "power_levels", None)
+    if levels is None:
+        return False
+    try:
+        return int(levels.get_user_level(user_id)) >= ADMIN_POWER_LEVEL
+    except (TypeError, ValueError, AttributeError):
+        return False

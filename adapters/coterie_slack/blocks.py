@@ -68,7 +68,9 @@ def build_message(reply: Reply, *, owner: str, upload_images: bool = True) -> Sl
         blocks.extend(section(chunk) for chunk in split_text(text, MAX_SECTION_TEXT))
         pending.clear()
 
-    for node in reply.body:
+    # the roll id goes in the context block below, not in the text as on other platforms
+    body = reply.without_roll_footer()
+    for node in body:
         if isinstance(node, Actions):
             flush()
             block = actions_block(node, owner=owner, row=row)
@@ -86,7 +88,7 @@ def build_message(reply: Reply, *, owner: str, upload_images: bool = True) -> Sl
         blocks = [*blocks[: room - 1], section(TRUNCATED)]
     if context is not None:
         blocks.append(context)
-    fallback = SlackPlainEncoder(inline_images=True).encode(reply.body)
+    fallback = SlackPlainEncoder(inline_images=True).encode(body)
     return SlackMessage(
         text=truncate(fallback or " ", MAX_FALLBACK_TEXT),
         blocks=blocks,

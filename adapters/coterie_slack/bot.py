@@ -109,6 +109,8 @@ class DisplayNames:
         self._max_size = max_size
         self._clock = clock
         self._cache: dict[str, tuple[str | None, float]] = {}
+        #: workspace admins and owners seen in ``users.info`` (Storyteller rights everywhere)
+        self.admins: set[str] = set()
         self._enabled = True
 
     async def get(self, user_id: str, fallback: str | None = None) -> str | None:
@@ -138,6 +140,10 @@ class DisplayNames:
         )
         self._cache.pop(user_id, None)
         self._cache[user_id] = (name if isinstance(name, str) and name else None, now)
+        if user.get("is_admin") or user.get("is_owner"):
+            self.admins.add(user_id)
+        else:
+            self.admins.discard(user_id)
         while len(self._cache) > self._max_size:
             del self._cache[next(iter(self._cache))]
         return self._cache[user_id][0] or fallback
@@ -325,6 +331,7 @@ class SlackBot:
             user=user,
             text=text,
             user_name=await self.names.get(user),
+            admin=user in self.names.admins,
             thread=event.get("thread_ts"),
             reply_to=event.get("ts"),
             message_id=event.get("ts"),
@@ -350,6 +357,7 @@ class SlackBot:
             user=user,
             text=text,
             user_name=await self.names.get(user, fallback=command.get("user_name")),
+            admin=user in self.names.admins,
             message_id=command.get("trigger_id"),
             addressed=True,
         )

@@ -430,6 +430,8 @@ class TelegramBot:
             user=str(user.id),
             text=text,
             user_name=user.full_name,
+            handles=(user.username,) if user.username else (),
+            admin=private,  # a private chat is the user's own room
             thread=str(thread) if thread is not None else None,
             reply_to=str(tg.message_id),
             message_id=str(tg.message_id),
@@ -529,7 +531,7 @@ class TelegramBot:
 
     def render(self, reply: Reply) -> str:
         """The reply's text as Telegram HTML (buttons and images go separately)."""
-        html = HTML.encode(reply.body)
+        html = HTML.encode(reply.without_roll_footer())  # the id comes below, as configured
         roll_id = reply.meta.get("roll_id")
         if self.settings.show_roll_id and roll_id:
             tail = " · ".join(p for p in (f"roll {roll_id}", reply.meta.get("variant", "")) if p)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -13,18 +14,35 @@ from coterie.adapters import Adapter
 from coterie.commands import Command, CommandContext, new_roll_id
 from coterie.config import Config
 from coterie.dice import DiceSource, SystemDice
-from coterie.elements import BR, NODE_TYPES, Actions, Button, Node, Reply, Text, code, walk
+from coterie.elements import (
+    BR,
+    NODE_TYPES,
+    Actions,
+    Button,
+    Node,
+    Reply,
+    Text,
+    code,
+    roll_footer,
+    walk,
+)
 from coterie.errors import ConfigError, UsageError
 from coterie.grammar import CommandLine, localise, shorten, split_command, suggest
+from coterie.limits import limit_reply
 from coterie.message import Message
 from coterie.plugins import PluginHost
+from coterie.ratelimit import RateLimiter, describe_wait
 from coterie.rules import RoomSettings, Variant
-from coterie.state import MemoryStore, StateStore
+from coterie.state import AmbientStore, MemoryStore, StateStore, Transaction
 
 log = logging.getLogger("coterie")
+#: one line per answered command: ids, command, duration — never the message text
+chat_log = logging.getLogger("coterie.chat")
 
-#: state namespace of room settings changed from chat (``!variant NAME``)
+#: state namespace of room settings changed from chat (``!set``, ``!variant NAME``)
 ROOM_SETTINGS = "coterie.rooms"
+#: state namespace of a room's sessions: ``{"current": {...} | None, "history": [...]}``
+SESSIONS = "coterie.sessions"
 
 
 def error_reply(message: str, usage: str | None = None, hint: str | None = None) -> Reply:
@@ -54,12 +72,24 @@ class Coterie:
             host.load(config.plugins.enable)
         self.host = host
         self.dice: DiceSource = dice or SystemDice()
-        self.state: StateStore = store or MemoryStore()
+        self._state = AmbientStore(store or MemoryStore())
         self.variants: dict[str, Variant[Any, Any]] = {}
         self.commands: list[Command] = []
         self.adapter_classes: dict[str, type[Adapter]] = {}
+        #: per-user and per-room token buckets (``[limits.rate]``); tests may swap its clock
+        self.rate_limiter = RateLimiter(config.limits.rate)
         self._collect()
         self._check_config()
+
+    @property
+    def state(self) -> AmbientStore:
+        """The state store (see :class:`coterie.state.AmbientStore`): inside a command, reads
+        and writes join the command's transaction."""
+        return self._state
+
+    @state.setter
+    def state(self, store: StateStore) -> None:
+        self._state = store if isinstance(store, AmbientStore) else AmbientStore(store)
 
     # --- plugins -----------------------------------------------------------------------------
 
@@ -159,11 +189,15 @@ class Coterie:
         chosen = list(names) if names is not None else self.config.enabled_adapters()
         await asyncio.gather(*(self._supervise(name) for name in chosen))
 
+    #: seconds before the first restart of a crashed adapter (doubling up to ``max_delay``)
+    restart_delay = 1.0
+
     async def _supervise(self, name: str, *, max_delay: float = 60.0) -> None:
         cls = self.adapter_classes[name]
-        delay = 1.0
+        delay = self.restart_delay
         while True:
             adapter = cls(self, self.config.adapters.get(name, {}))
+            started = time.monotonic()
             try:
                 await adapter.run()
                 return
@@ -171,13 +205,17 @@ class Coterie:
                 await adapter.stop()
                 raise
             except Exception:
-                log.exception("adapter %s crashed; restarting in %.0f s", name, delay)
+                if time.monotonic() - started >= max_delay:
+                    delay = self.restart_delay  # it ran well for a while: start the back-off anew
+                log.exception("adapter %s crashed; restarting in %g s", name, delay)
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, max_delay)
 
     # --- rooms -------------------------------------------------------------------------------
 
-    async def room_settings(self, room_key: str) -> RoomSettings:
+    async def room_settings(
+        self, room_key: str, *, store: StateStore | Transaction | None = None
+    ) -> RoomSettings:
         """Settings in force: config ``[defaults]``, then ``[rooms."KEY"]``, then chat changes.
 
         A configured ``default_difficulty`` belongs to the rule set its table configures (a
@@ -196,20 +234,29 @@ class Coterie:
             if room.default_difficulty is not None:
                 difficulty_for = merged["variant"]
             house.update(room.house_rules)
-        stored = await self.state.get(ROOM_SETTINGS, room_key) or {}
+        source = store if store is not None else self.state
+        stored = await source.get(ROOM_SETTINGS, room_key) or {}
         house.update(stored.pop("house_rules", {}))
         merged.update({k: v for k, v in stored.items() if k in ("variant", "prefix")})
+        if stored.get("default_difficulty") is not None:
+            merged["default_difficulty"] = stored["default_difficulty"]
+            difficulty_for = stored.get("difficulty_for")
         if merged["variant"] not in self.variants:
             merged["variant"] = self.config.default_variant
         if merged["variant"] != difficulty_for:
             merged.pop("default_difficulty", None)
         return RoomSettings(house_rules=house, **merged)
 
-    async def update_room(self, room_key: str, **changes: Any) -> None:
-        """Persist a chat-made change to a room's settings."""
-        stored = await self.state.get(ROOM_SETTINGS, room_key) or {}
+    async def update_room(
+        self, room_key: str, *, store: StateStore | Transaction | None = None, **changes: Any
+    ) -> None:
+        """Persist a chat-made change to a room's settings (through ``store``: a command's
+        transaction, by default the app's store). A value of ``None`` removes the change."""
+        target = store if store is not None else self.state
+        stored = await target.get(ROOM_SETTINGS, room_key) or {}
         stored.update(changes)
-        await self.state.set(ROOM_SETTINGS, room_key, stored)
+        stored = {k: v for k, v in stored.items() if v is not None}
+        await target.set(ROOM_SETTINGS, room_key, stored)
 
     # --- the message path --------------------------------------------------------------------
 
@@ -228,15 +275,74 @@ class Coterie:
 
     async def handle(self, message: Message) -> Reply | None:
         """Answer one message: a :class:`Reply`, or ``None`` when the message is not for the bot.
-        Every reply, errors included, passes ``coterie_before_reply`` on its way out."""
-        reply = await self._answer(message)
+        Every reply, errors included, passes ``coterie_before_reply`` on its way out.
+
+        Commands for the bot (not ordinary talk) are rate limited per user and per room
+        (``[limits.rate]``): over the limit, one "slow down" reply, then silence. Every reply is
+        cut to ``limits.max_reply_length``. Each answered command logs one INFO line on
+        ``coterie.chat`` with the platform, room and user ids, the command and the duration —
+        never the message text."""
+        started = time.perf_counter()
+        command = await self._command_name(message)
+        reply: Reply | None = None
+        limited = False
+        if command is not None:
+            verdict = self.rate_limiter.check(
+                message.platform, message.room_key, message.user, command
+            )
+            limited = not verdict.allowed
+            if limited and verdict.warn:
+                reply = error_reply(
+                    f"slow down, please: too many commands from "
+                    f"{'you' if verdict.scope == 'user' else 'this room'} just now. "
+                    f"Try again in {describe_wait(verdict.retry_after)}."
+                )
+                reply.ephemeral = True
+        if not limited:
+            reply = await self._answer(message)
         if reply is not None:
             prefix = (await self.room_settings(message.room_key)).prefix
             reply.body = [_localise_buttons(node, prefix) for node in reply.body]
             await self.host.call_async(
                 "coterie_before_reply", app=self, message=message, reply=reply
             )
+            limit_reply(reply, self.config.limits.max_reply_length)
+        if command is not None:
+            chat_log.log(
+                logging.INFO if reply is not None else logging.DEBUG,
+                "command %s",
+                command,
+                extra={
+                    "platform": message.platform,
+                    "room": message.room,
+                    "user": message.user,
+                    "command": command,
+                    "duration_ms": round((time.perf_counter() - started) * 1000, 2),
+                    "error": reply is not None and reply.is_error,
+                    "rate_limited": limited,
+                },
+            )
         return reply
+
+    async def _command_name(self, message: Message) -> str | None:
+        """The command a message calls, ``(unknown)`` for an unknown one with the room's prefix,
+        ``None`` for ordinary talk — what :meth:`_answer` decides, before anything runs."""
+        settings = await self.room_settings(message.room_key)
+        variant = self.variants[settings.variant]
+        prefixes = [settings.prefix, *variant.extra_prefixes]
+        text = message.text.lstrip()
+        if message.addressed and not text.startswith(tuple(prefixes)):
+            text = settings.prefix + text
+        if not text.startswith(tuple(prefixes)):
+            return None
+        too_long = len(text) > self.config.limits.max_message_length
+        line = split_command(text[:200] if too_long else text, prefixes)
+        if line is None:
+            return None
+        found = self.find_command(line.command, variant.name)
+        if found is not None:
+            return found.name
+        return "(unknown)" if line.prefix == settings.prefix else None
 
     async def _answer(self, message: Message) -> Reply | None:
         settings = await self.room_settings(message.room_key)
@@ -286,15 +392,17 @@ class Coterie:
         )
 
     async def _run(self, command: Command, context: CommandContext) -> Reply:
+        """Run a command; a command that may change state runs in one transaction of its room:
+        all of its changes land, or (on an error reply) none."""
         try:
-            result = command.handler(context)
-            if inspect.isawaitable(result):
-                result = await result
-            reply = result if isinstance(result, Reply) else Reply(list(result))
-            reply.body = [Text(node) if isinstance(node, str) else node for node in reply.body]
-            for node in walk(reply.body):
-                if not isinstance(node, NODE_TYPES):
-                    raise TypeError(f"a reply may hold only elements, not {node!r}")
+            if command.transaction:
+                room = context.message.room_key
+                async with self.state.transaction(lock=room) as tx:
+                    context.tx = tx
+                    context.session = await current_session(tx, room)
+                    reply = await self._call(command, context)
+            else:
+                reply = await self._call(command, context)
         except UsageError as error:
             usage = localise(error.usage or command.usage, context.settings.prefix)
             return error_reply(error.message, usage=usage, hint=error.hint)
@@ -310,7 +418,28 @@ class Coterie:
                 f"something went wrong while running `{context.settings.prefix}{command.name}` "
                 f"(incident {incident}). The bot keeps working."
             )
+        if context.roll_id is not None:
+            reply.meta.setdefault("roll_id", context.roll_id)
+            reply.body += roll_footer(context.roll_id)
         return reply
+
+    async def _call(self, command: Command, context: CommandContext) -> Reply:
+        result = command.handler(context)
+        if inspect.isawaitable(result):
+            result = await result
+        reply = result if isinstance(result, Reply) else Reply(list(result))
+        reply.body = [Text(node) if isinstance(node, str) else node for node in reply.body]
+        for node in walk(reply.body):
+            if not isinstance(node, NODE_TYPES):
+                raise TypeError(f"a reply may hold only elements, not {node!r}")
+        return reply
+
+
+async def current_session(store: StateStore | Transaction, room_key: str) -> str | None:
+    """The id of the session open in a room (``!session start``), if any."""
+    sessions = await store.get(SESSIONS, room_key) or {}
+    current = sessions.get("current")
+    return str(current["id"]) if current else None
 
 
 def _with_plugin(command: Command, plugin: str) -> Command:

@@ -3,7 +3,7 @@ and ``!variant``."""
 
 from __future__ import annotations
 
-from coterie.commands import Command, CommandContext, new_roll_id, parse_requests, roll_reply
+from coterie.commands import Command, CommandContext, parse_requests, roll_reply
 from coterie.elements import BR, Code, Node, Reply, Text, bold, code, italic
 from coterie.errors import UsageError
 from coterie.grammar import localise, shorten, suggest
@@ -11,7 +11,10 @@ from coterie.hookimpl import hookimpl
 from coterie.odds import odds_reply, odds_usage
 
 ROLL_USAGE = "!roll POOL [DIFFICULTY] [options] [# comment]"
-TEAM_USAGE = "!team POOL [DIFFICULTY] [options]; POOL [DIFFICULTY] [options]; ... [# comment]"
+TEAM_USAGE = (
+    "!team POOL [DIFFICULTY] [options]; POOL [DIFFICULTY] [options]; ... [# comment] | "
+    "!team start NAME [TARGET]"
+)
 ODDS_USAGE = "!odds POOL [DIFFICULTY] [options] [chart] [# comment]"
 
 
@@ -25,6 +28,11 @@ async def odds(ctx: CommandContext) -> Reply:
 
 async def team(ctx: CommandContext) -> Reply:
     """Teamwork: each member rolls separately; the rule set adds up the result."""
+    from coterie import actions
+
+    words = ctx.args.split()
+    if words and words[0].lower() in actions.TEAM_WORDS:
+        return Reply(await actions.team_action(ctx))
     requests = parse_requests(ctx, minimum=2, usage=TEAM_USAGE)
     ctx.variant.check_team(requests)
     outcomes = [await ctx.roll(request) for request in requests]
@@ -34,7 +42,7 @@ async def team(ctx: CommandContext) -> Reply:
     for number, outcome in enumerate(outcomes, start=1):
         body += [BR, Text(f"Member {number}: "), *outcome.render()]
     body += [BR, *ctx.variant.team(outcomes)]
-    return Reply(body, meta={"roll_id": new_roll_id(), "variant": ctx.variant.name})
+    return Reply(body, meta={"variant": ctx.variant.name})
 
 
 def help_command(ctx: CommandContext) -> list[Node]:
@@ -101,12 +109,21 @@ async def variant_command(ctx: CommandContext) -> list[Node]:
             f"Installed: {', '.join(sorted(variants))}.",
             usage="!variant [NAME]",
         )
-    await ctx.app.update_room(ctx.message.room_key, variant=wanted)
+    from coterie.rooms import require_storyteller
+
+    await require_storyteller(ctx, "switch the rule set")
+    await ctx.app.update_room(ctx.message.room_key, store=ctx.store, variant=wanted)
     return [Text("This room now plays "), bold(variants[wanted].title), Text(f" ({wanted}).")]
 
 
 @hookimpl
 def coterie_commands() -> list[Command]:
+    from coterie import actions, rolllog, rooms
+
+    return [*_commands(), *rooms.commands(), *actions.commands(), *rolllog.commands()]
+
+
+def _commands() -> list[Command]:
     return [
         Command(
             name="roll",
@@ -128,6 +145,7 @@ def coterie_commands() -> list[Command]:
             summary="the exact chances of a roll, before you roll it",
             usage=ODDS_USAGE,
             handler=odds,
+            transaction=False,
             details=(
                 "Written like !roll; nothing is rolled. Shows the chance of each result, the "
                 "most likely numbers of successes and the average; add `chart` for a bar chart. "
@@ -139,6 +157,7 @@ def coterie_commands() -> list[Command]:
             summary="list the commands, or explain one",
             usage="!help [COMMAND | TOPIC]",
             handler=help_command,
+            transaction=False,
         ),
         Command(
             name="variant",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import secrets
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -10,13 +11,18 @@ from typing import TYPE_CHECKING, Any
 from coterie.dice import DiceSource
 from coterie.elements import Node, Reply
 from coterie.errors import UsageError
-from coterie.grammar import CommandLine, parse, tokens
+from coterie.grammar import CommandLine, Parsed, parse, tokens
 from coterie.message import Message
 from coterie.rules import Outcome, RollContext, RoomSettings, Variant
-from coterie.state import RoomState
+from coterie.state import RollRecord, RoomState, StateStore, Transaction
 
 if TYPE_CHECKING:
     from coterie.app import Coterie
+
+log = logging.getLogger("coterie")
+
+#: the largest pool whose expected successes are worked out for the roll log at roll time
+EXPECTED_MAX_DICE = 40
 
 
 @dataclass
@@ -29,28 +35,44 @@ class CommandContext:
     settings: RoomSettings
     variant: Variant[Any, Any]
     dice: DiceSource
+    #: the room's transaction this command runs in (see :meth:`Coterie._run`), if any
+    tx: Transaction | None = None
+    #: the id of this command's rolls in the roll log, once something was rolled
+    roll_id: str | None = None
+    #: the session open in the room, if any (its id)
+    session: str | None = None
+    rolls: int = 0
 
     @property
     def args(self) -> str:
         return self.line.args
 
+    @property
+    def store(self) -> StateStore | Transaction:
+        """Where this command reads and writes: its transaction, or the store itself."""
+        return self.tx if self.tx is not None else self.app.state
+
     def state(self, owner: str) -> RoomState:
-        """This room's key-value state, namespaced by ``owner`` (use your plugin's name)."""
-        return RoomState(self.app.state, owner, self.message.room_key)
+        """This room's key-value state, namespaced by ``owner`` (use your plugin's name). Inside
+        a command it reads and writes through the command's transaction: all of a command's
+        changes land together, and none of them when it answers with an error."""
+        return RoomState(self.store, owner, self.message.room_key)
 
     async def roll(self, request: Any) -> Outcome:
         """Roll a request of the room's variant the way ``!roll`` does: draw the faces, evaluate,
-        settle room rules (e.g. a free botch), and notify ``coterie_after_roll``. Commands that
-        roll should always come through here."""
+        settle room rules (e.g. a free botch), log it in the roll log, and notify
+        ``coterie_after_roll``. Commands that roll should always come through here."""
         variant = self.variant
         outcome: Outcome = variant.roll(request, self.dice)
         context = RollContext(
             settings=self.settings,
             user=self.message.user,
             room=self.message.room_key,
-            state=RoomState(self.app.state, f"variant.{variant.name}", self.message.room_key),
+            state=self.state(f"variant.{variant.name}"),
+            session=self.session,
         )
         outcome = await variant.settle(outcome, context)
+        await self._log(request, outcome)
         await self.app.host.call_async(
             "coterie_after_roll",
             app=self.app,
@@ -60,12 +82,57 @@ class CommandContext:
         )
         return outcome
 
+    async def _log(self, request: Any, outcome: Outcome) -> None:
+        if self.roll_id is None:
+            self.roll_id = new_roll_id()
+        self.rolls += 1
+        record = RollRecord(
+            id=self.roll_id if self.rolls == 1 else f"{self.roll_id}-{self.rolls}",
+            room=self.message.room_key,
+            user=self.message.user,
+            display_name=self.message.display_name,
+            variant=self.variant.name,
+            request=shorten_request(self.message.text),
+            faces=list(outcome.faces),
+            outcome=outcome.outcome,
+            successes=outcome.successes,
+            botch=self.variant.is_botch(outcome),
+            expected=expected_successes(self.variant, request),
+            session=self.session,
+            detail=outcome.as_json(),
+        )
+        await self.store.log_roll(record)
 
-def parse_requests(ctx: CommandContext, *, minimum: int = 1, usage: str | None = None) -> list[Any]:
+
+def shorten_request(text: str, limit: int = 300) -> str:
+    """The command as written, for the roll log (bounded)."""
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def expected_successes(variant: Variant[Any, Any], request: Any) -> float | None:
+    """The mean ``successes`` of ``request`` from the odds engine, when it can tell cheaply."""
+    try:
+        if variant.dice_count(request) > EXPECTED_MAX_DICE:
+            return None
+        distribution = variant.odds(request)
+    except Exception:  # a rule set without odds, or odds for this request: not an error
+        return None
+    return distribution.successes_sum() / distribution.total
+
+
+def parse_requests(
+    ctx: CommandContext,
+    *,
+    minimum: int = 1,
+    usage: str | None = None,
+    prepare: Callable[[Parsed], None] | None = None,
+) -> list[Any]:
     """Every ``;``-separated roll of the message, parsed with the room's rule set and checked
     against the limits before anything is rolled: one bad roll means none is rolled. Errors show
     ``usage`` (default: the rule set's ``!roll`` usage; the app adapts a leading ``!`` to the
-    room's prefix)."""
+    room's prefix). ``prepare`` may adjust each parsed roll before the rule set builds it (an
+    extended action fills in its target and progress)."""
     variant = ctx.variant
     limits = ctx.app.config.limits
     usage = usage or variant.grammar.usage
@@ -88,6 +155,8 @@ def parse_requests(ctx: CommandContext, *, minimum: int = 1, usage: str | None =
         try:
             parsed = parse(words, variant.grammar, max_options=limits.max_options)
             parsed.comment = ctx.line.comment
+            if prepare is not None:
+                prepare(parsed)
             request = variant.build(parsed, ctx.settings)
         except UsageError as error:
             if error.usage in (None, variant.grammar.usage):
@@ -106,10 +175,16 @@ async def roll_reply(ctx: CommandContext, *, usage: str | None = None) -> Reply:
     """What ``!roll`` does: parse every roll, roll each through :meth:`CommandContext.roll`, lay
     the reply out with the rule set's ``compose``. A rule set's own roll command (laia's
     ``?throw``) calls this with its usage line."""
+    from coterie import actions
+
+    if actions.wants_actions(ctx.args):
+        reply = await actions.roll_for(ctx, usage)
+        if reply is not None:
+            return reply
     requests = parse_requests(ctx, usage=usage)
     outcomes = [await ctx.roll(request) for request in requests]
     body = ctx.variant.compose(outcomes, ctx.message.display_name, ctx.line.comment)
-    return Reply(body, meta={"roll_id": new_roll_id(), "variant": ctx.variant.name})
+    return Reply(body, meta={"variant": ctx.variant.name})
 
 
 def new_roll_id() -> str:
@@ -137,6 +212,9 @@ class Command:
     details: str = ""
     #: set by the plugin host: which plugin provided it
     plugin: str = field(default="", compare=False)
+    #: run in one transaction of the room's state (all its changes or none, one command per
+    #: room at a time); off for commands that only read, so slow work holds no lock
+    transaction: bool = True
 
     @property
     def names(self) -> tuple[str, ...]:

@@ -158,6 +158,24 @@ class Reply:
     def images(self) -> list[Image]:
         return [node for node in walk(self.body) if isinstance(node, Image)]
 
+    def without_roll_footer(self) -> list[Node]:
+        """The body without the ``roll ID`` footer core adds to a roll's reply (for a platform
+        that shows the id elsewhere, e.g. Slack's context block)."""
+        roll_id = self.meta.get("roll_id")
+        if not roll_id:
+            return list(self.body)
+        footer = roll_footer(roll_id)
+        body = list(self.body)
+        for at in range(len(body) - len(footer), -1, -1):
+            if body[at : at + len(footer)] == footer:
+                return body[:at] + body[at + len(footer) :]
+        return body
+
+
+def roll_footer(roll_id: str) -> list[Node]:
+    """The line at the foot of a roll's reply naming its id in the roll log (``!log ID``)."""
+    return [BR, Italic((Text(f"roll {roll_id}"),))]
+
 
 def walk(nodes: Iterable[Node]) -> Iterable[Node]:
     """Every node in the tree, depth first."""

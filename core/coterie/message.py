@@ -23,6 +23,11 @@ class Message:
     reply_to: str | None = None
     message_id: str | None = None
     addressed: bool = False
+    #: other names the user is mentioned by on the platform (a Telegram @username, say)
+    handles: tuple[str, ...] = ()
+    #: the platform says the user administers the room (a Matrix power level of 50 or more, a
+    #: Telegram group administrator): they have a Storyteller's rights there
+    admin: bool = False
 
     @property
     def room_key(self) -> str:

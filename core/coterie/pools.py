@@ -5,12 +5,13 @@ small rendering helpers. Rules themselves live in :mod:`coterie.d10` and in each
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol
 
 from coterie import d10
 from coterie.elements import Die, Node, Role, Text, bold, dice
 from coterie.errors import UsageError
-from coterie.grammar import Option, Pool, Positional
+from coterie.grammar import Option, Parsed, Pool, Positional
+from coterie.rules import Progress, Standing
 
 #: the error for a Trait rated up to 10 written anywhere but alone at the start of a pool
 TEN_POINT_RULE = (
@@ -157,3 +158,88 @@ def tally_json(tally: Tally) -> dict[str, Any]:
         "target": tally.target,
         "winner": tally.winner,
     }
+
+
+# --- actions over several messages ----------------------------------------------------------------
+
+
+def _not_written(parsed: Parsed, key: str, why: str) -> None:
+    if key in parsed.values:
+        raise UsageError(why)
+
+
+class StorytellerActions:
+    """The chat-spanning actions of the d10 Storyteller rule sets, mixed into their variants
+    (``class RevisedVariant(StorytellerActions, Variant[...])``). They ride on the one-message
+    options the grammars already have — ``ext TARGET progress P``, ``retry N`` and ``vs POOL
+    progress P`` — so every rule of the single-message roll (a botch wiping progress, the
+    difficulty schedule, the tallies of an extended contest) applies unchanged."""
+
+    name: ClassVar[str]
+    team_mode: ClassVar[str | None] = "sum"
+
+    def prepare_extended(self, parsed: Parsed, target: int, progress: int) -> None:
+        for key in ("ext", "progress"):
+            _not_written(
+                parsed,
+                key,
+                f"`for NAME` brings the action's target and progress: leave out `{key}`",
+            )
+        if parsed.versus is not None:
+            raise UsageError("a roll toward an extended action has no `vs`; use `!contest`")
+        parsed.values["ext"] = target
+        if progress:
+            parsed.values["progress"] = progress
+
+    def extended_progress(self, outcome: Any) -> Progress | None:
+        step = getattr(outcome, "extended", None)
+        if step is None:
+            return None
+        return Progress(progress=step.progress, target=step.target, wiped=step.wiped)
+
+    def prepare_retry(self, parsed: Parsed, failures: int) -> None:
+        grammar = getattr(self, "grammar", None)
+        if grammar is None or not any(option.name == "retry" for option in grammar.options):
+            raise UsageError(f"the {self.name} rules have no difficulty schedule for trying again")
+        _not_written(
+            parsed, "retry", "`retry NAME` counts the failed attempts itself: leave out `retry N`"
+        )
+        if failures:
+            parsed.values["retry"] = failures
+
+    def prepare_contest(
+        self, actor: Parsed, opponent: Parsed, target: int | None, standing: Standing | None
+    ) -> Parsed:
+        for side in (actor, opponent):
+            for key in ("ext", "progress"):
+                _not_written(
+                    side, key, f"the contest keeps its own goal and tallies: leave out `{key}`"
+                )
+        if actor.versus is not None or opponent.versus is not None:
+            raise UsageError(
+                "each side writes only its own pool; the bot sets them against each other"
+            )
+        actor.versus = opponent
+        if target is not None:
+            actor.values["ext"] = target
+            if standing is not None and standing.actor:
+                actor.values["progress"] = standing.actor
+            if standing is not None and standing.opponent:
+                opponent.values["progress"] = standing.opponent
+        return actor
+
+    def contest_standing(self, outcome: Any) -> Standing | None:
+        tally = getattr(outcome, "contest", None) or getattr(outcome, "race", None)
+        if tally is not None:
+            winner = tally.winner
+            return Standing(
+                winner=winner,
+                actor=tally.actor,
+                opponent=tally.opponent,
+                target=tally.target,
+                open=winner is None,
+            )
+        resisted = getattr(outcome, "resisted", None)
+        if resisted is None:
+            return None
+        return Standing(winner=resisted.winner)

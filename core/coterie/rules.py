@@ -93,6 +93,37 @@ class RollContext:
     room: str
     #: a small key-value view of the room's state, see :class:`coterie.state.RoomState`
     state: Any = None
+    #: the id of the session open in the room (``!session start``), if any
+    session: str | None = None
+
+
+@dataclass(frozen=True)
+class Progress:
+    """Where an extended action stands after a roll toward it."""
+
+    progress: int
+    target: int
+    #: the roll botched and threw the progress away
+    wiped: bool = False
+
+    @property
+    def done(self) -> bool:
+        return self.progress >= self.target
+
+
+@dataclass(frozen=True)
+class Standing:
+    """Where a contest between two chat users stands after a roll: the winner (``"actor"``,
+    ``"opponent"``, or ``None`` while an extended contest goes on / on a standoff), and for an
+    extended contest each side's tally toward ``target`` (a seesaw keeps one ``balance``: the
+    challenger's lead, negative when the opponent leads)."""
+
+    winner: str | None
+    actor: int = 0
+    opponent: int = 0
+    target: int | None = None
+    #: an extended contest goes on after this roll
+    open: bool = False
 
 
 class Variant(ABC, Generic[RequestT, OutcomeT]):
@@ -119,6 +150,10 @@ class Variant(ABC, Generic[RequestT, OutcomeT]):
     #: extra words ``!odds`` understands in rooms on this rule set (word -> what it asks for);
     #: the ones given reach :meth:`odds` as ``options``
     odds_options: ClassVar[Mapping[str, str]] = {}
+    #: teamwork over several messages (``!team start``): ``"sum"`` when each helper rolls and
+    #: the successes add up (:meth:`team` gives the verdict), ``"dice"`` when helpers add dice
+    #: to the leader's one roll (:meth:`prepare_helpers`), ``None`` without teamwork
+    team_mode: ClassVar[str | None] = None
 
     @abstractmethod
     def build(self, parsed: Parsed, settings: RoomSettings) -> RequestT:
@@ -173,6 +208,56 @@ class Variant(ABC, Generic[RequestT, OutcomeT]):
     def team(self, outcomes: Sequence[OutcomeT]) -> list[Node]:
         """The teamwork line for the members' rolled outcomes (after :meth:`check_team`)."""
         return []
+
+    # --- actions that span messages (core's !extended, !team start, !contest, retry NAME) -----
+
+    def is_botch(self, outcome: OutcomeT) -> bool:
+        """Whether ``outcome`` counts as a botch in the roll log and ``!stats``."""
+        return outcome.outcome == "botch"
+
+    def prepare_extended(self, parsed: Parsed, target: int, progress: int) -> None:
+        """Turn a parsed ``!roll`` into a roll toward an extended action that needs ``target``
+        successes and has ``progress`` so far, or raise ``UsageError`` when the rule set has no
+        extended actions."""
+        from coterie.errors import UsageError
+
+        raise UsageError(f"the {self.name} rules have no extended actions")
+
+    def extended_progress(self, outcome: OutcomeT) -> Progress | None:
+        """The extended action's standing after a roll made through :meth:`prepare_extended`."""
+        return None
+
+    def prepare_retry(self, parsed: Parsed, failures: int) -> None:
+        """Make a parsed roll another attempt at a task failed ``failures`` times before (the
+        rule set raises the difficulty by its schedule), or raise ``UsageError``."""
+        from coterie.errors import UsageError
+
+        raise UsageError(f"the {self.name} rules have no difficulty schedule for trying again")
+
+    def prepare_helpers(self, parsed: Parsed, helpers: int) -> None:
+        """With :attr:`team_mode` ``"dice"``: add ``helpers`` helpers to the leader's roll."""
+        from coterie.errors import UsageError
+
+        raise UsageError(f"the {self.name} rules have no teamwork that adds dice to one roll")
+
+    def prepare_contest(
+        self, actor: Parsed, opponent: Parsed, target: int | None, standing: Standing | None
+    ) -> Parsed:
+        """One roll of a contest between two chat users: the challenger's parsed pool and the
+        opponent's (read with :attr:`grammar`'s ``versus`` grammar), with the running standing
+        of an extended contest to ``target``. By default a simple resisted roll."""
+        from coterie.errors import UsageError
+
+        if self.grammar.versus is None:
+            raise UsageError(f"the {self.name} rules have no contests between two characters")
+        if target is not None:
+            raise UsageError(f"the {self.name} rules have no extended contests; leave out TARGET")
+        actor.versus = opponent
+        return actor
+
+    def contest_standing(self, outcome: OutcomeT) -> Standing | None:
+        """Who won a contest roll made through :meth:`prepare_contest` (and the tallies)."""
+        return None
 
     def room_difficulty(self, settings: RoomSettings) -> int | None:
         """The room's default difficulty when it fits this rule set, else the rule set's own

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from coterie.commands import Command, CommandContext, new_roll_id
+from coterie.commands import Command, CommandContext
 from coterie.elements import BR, Node, Reply, Text, bold, code, italic
 from coterie.errors import UsageError
 from coterie.grammar import Pool, PoolTerm, number, parse_pool, shorten, suggest, tokens
@@ -197,7 +197,7 @@ async def multi(ctx: CommandContext) -> Reply:
         outcome = await ctx.roll(request)
         assert isinstance(outcome, CrossoverOutcome)
         body += [BR, Text(f"Action {action} (pool {written}): "), *outcome.render()]
-    return Reply(body, meta={"roll_id": new_roll_id(), "variant": variant.name})
+    return Reply(body, meta={"variant": variant.name})
 
 
 # --- the command list -------------------------------------------------------------------------

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from coterie.commands import CommandContext, new_roll_id
+from coterie.commands import CommandContext
 from coterie.elements import BR, Node, Reply, Text, bold, code, italic
 from coterie.errors import UsageError
 from coterie.grammar import Grammar, Option, Parsed, Pool, parse, shorten, suggest, tokens
@@ -476,7 +476,7 @@ async def move(ctx: CommandContext) -> Reply:
         assert isinstance(outcome, CrossoverOutcome)
         lines, reach = _push_lines(movement, outcome)
         body += lines
-        meta["roll_id"] = new_roll_id()
+        meta["roll_id"] = ctx.roll_id or ""
         if reach == 0:
             body += _stamina_line(movement)
             return Reply(body, meta=meta)

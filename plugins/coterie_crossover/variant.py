@@ -193,7 +193,7 @@ class CrossoverOutcome(Outcome):
         return render(self)
 
 
-class CrossoverVariant(Variant[CrossoverRequest, CrossoverOutcome]):
+class CrossoverVariant(pools.StorytellerActions, Variant[CrossoverRequest, CrossoverOutcome]):
     name = "crossover"
     title = "Crossover World of Darkness (vampires, werewolves, mages)"
     sides = 10

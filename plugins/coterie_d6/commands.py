@@ -89,7 +89,13 @@ async def _reply(ctx: CommandContext, requests: list[D6Request]) -> Reply:
 
 
 async def contest(ctx: CommandContext) -> Reply:
-    """Both sides roll at the same difficulty; the most successes wins; ties roll again."""
+    """Both sides roll at the same difficulty; the most successes wins; ties roll again.
+    ``!contest @user ...`` (and ``cancel``, ``status``) is core's contest between chat users."""
+    from coterie import actions
+
+    words = tokens(ctx.args)
+    if words and (words[0].startswith(("@", "<@")) or words[0].lower() in ("cancel", "status")):
+        return Reply(await actions.contest(ctx))
     variant = _variant(ctx)
     limits = ctx.app.config.limits
     requests: list[D6Request] = []

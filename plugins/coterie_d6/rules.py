@@ -261,11 +261,13 @@ def play_seesaw(
     draw: Draw,
     *,
     max_turns: int = MAX_ROUNDS,
+    balance: int = 0,
 ) -> SeesawContest:
-    """Play turns until one side is ``target`` successes ahead (or the turn limit is reached)."""
+    """Play turns until one side is ``target`` successes ahead (or the turn limit is reached),
+    from a ``balance`` carried over from turns played before (a contest across messages)."""
     if target < 1:
         raise ValueError("a seesaw contest is won by at least one success ahead")
-    start = state = Seesaw(target)
+    start = state = Seesaw(target, balance=balance)
     rounds: list[ContestRound] = []
     states: list[Seesaw] = []
     while state.winner is None and len(rounds) < max_turns:

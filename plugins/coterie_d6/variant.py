@@ -16,7 +16,7 @@ from coterie.errors import UsageError
 from coterie.grammar import Grammar, Option, Parsed, Positional
 from coterie.odds import Distribution
 from coterie.pools import plural
-from coterie.rules import Outcome, RoomSettings, Variant
+from coterie.rules import Outcome, RoomSettings, Standing, Variant
 from coterie_d6 import rules
 
 #: the largest seesaw goal one message may play toward (see docs/rules/d6.md)
@@ -61,6 +61,9 @@ VERSUS = Grammar(
     named_traits=rules.TRAITS,
     named_trait_rule=rules.ONE_TRAIT_RULE,
 )
+
+#: where a seesaw contest across messages carries its balance into ``build`` (no chat word sets it)
+CARRIED = "seesaw balance"
 
 ROLL_USAGE = "!roll POOL [DIFFICULTY] [need N] [vs POOL [to N]] [# comment]"
 GRAMMAR = Grammar(
@@ -117,6 +120,8 @@ class ContestRequest:
     difficulty: Difficulty
     target: int | None = None
     max_rounds: int = rules.MAX_ROUNDS
+    #: a seesaw contest across messages: the balance carried over from earlier turns
+    balance: int = 0
 
 
 @dataclass(frozen=True)
@@ -380,6 +385,10 @@ class D6Variant(Variant[D6Request, D6Outcome]):
         attacker = trait_pool(parsed, "attacker")
         defender = trait_pool(versus, "defender")
         target = _once(parsed, "to", "the seesaw goal `to N`")
+        if CARRIED in parsed.values:  # one turn of a seesaw contest across messages
+            assert target is not None
+            balance = parsed.int(CARRIED) or 0
+            return ContestRequest(attacker, defender, difficulty, target, 1, balance)
         return ContestRequest(attacker, defender, difficulty, target)
 
     def dice_count(self, request: D6Request) -> int:
@@ -423,11 +432,49 @@ class D6Variant(Variant[D6Request, D6Outcome]):
                 )
                 return ContestOutcome(request, contest, variant=self.name)
             seesaw = rules.play_seesaw(
-                attacker, defender, difficulty, request.target, draw, max_turns=request.max_rounds
+                attacker,
+                defender,
+                difficulty,
+                request.target,
+                draw,
+                max_turns=request.max_rounds,
+                balance=request.balance,
             )
             return SeesawOutcome(request, seesaw, variant=self.name)
         initiative = rules.play_initiative(request.combatants, draw, max_rounds=request.max_rounds)
         return InitiativeOutcome(request, initiative, variant=self.name)
+
+    # --- contests between two chat users (core's !contest @user and !resist) -------------------
+
+    def prepare_contest(
+        self, actor: Parsed, opponent: Parsed, target: int | None, standing: Standing | None
+    ) -> Parsed:
+        """A simple contest, or one turn of a seesaw contest to ``target`` ahead, carried on from
+        the standing of the turns before."""
+        for side in (actor, opponent):
+            if "to" in side.values:
+                raise UsageError("the contest keeps its own goal: leave out `to N`")
+        actor.versus = opponent
+        if target is not None:
+            actor.values["to"] = target
+            lead = standing.actor - standing.opponent if standing is not None else 0
+            actor.values[CARRIED] = lead
+        return actor
+
+    def contest_standing(self, outcome: D6Outcome) -> Standing | None:
+        sides = {"attacker": "actor", "defender": "opponent", None: None}
+        if isinstance(outcome, SeesawOutcome):
+            final = outcome.seesaw.final
+            return Standing(
+                winner=sides[final.winner],
+                actor=max(final.balance, 0),
+                opponent=max(-final.balance, 0),
+                target=final.target,
+                open=final.winner is None,
+            )
+        if isinstance(outcome, ContestOutcome):
+            return Standing(winner=sides[outcome.contest.winner])
+        return None
 
     def help(self) -> list[Node]:
         body: list[Node] = [code(GRAMMAR.usage), BR, Text(self.summary), BR]
@@ -611,10 +658,16 @@ def render_seesaw(outcome: SeesawOutcome) -> list[Node]:
     seesaw = outcome.seesaw
     final = seesaw.final
     body = _contest_setup(outcome.request, f"Seesaw contest to {final.target} ahead")
+    carried = outcome.request.max_rounds == 1  # one turn of a contest across messages
     for number, (turn, state) in enumerate(zip(seesaw.rounds, seesaw.states, strict=True), 1):
-        body += [BR, *_round_line(f"Turn {number}", turn), Text(f" → {_balance_text(state)}")]
+        label = "This turn" if carried else f"Turn {number}"
+        body += [BR, *_round_line(label, turn), Text(f" → {_balance_text(state)}")]
     body.append(BR)
     turns = plural(final.turns, "turn")
+    if carried:
+        if final.winner is not None:
+            return [*body, bold(f"{final.winner.capitalize()} wins"), Text(f", {final.lead} ahead")]
+        return [*body, Text(f"No winner yet: {_balance_text(final)}")]
     if final.winner is not None:
         body += [
             bold(f"{final.winner.capitalize()} wins"),

@@ -196,7 +196,7 @@ class LaiaOutcome(Outcome):
         return [*head(self), BR, *body(self)]
 
 
-class LaiaVariant(Variant[LaiaRequest, LaiaOutcome]):
+class LaiaVariant(pools.StorytellerActions, Variant[LaiaRequest, LaiaOutcome]):
     name = "laia"
     title = "Vampire: the Masquerade V20 — LAIA house rules"
     sides = 10

@@ -226,7 +226,7 @@ class RevisedOutcome(Outcome):
         return render(self)
 
 
-class RevisedVariant(Variant[RevisedRequest, RevisedOutcome]):
+class RevisedVariant(pools.StorytellerActions, Variant[RevisedRequest, RevisedOutcome]):
     name = "revised"
     title = "Vampire: the Masquerade, Revised"
     sides = 10
@@ -329,7 +329,7 @@ class RevisedVariant(Variant[RevisedRequest, RevisedOutcome]):
         """The optional free first botch: one per player per session (see docs/rules/revised.md)."""
         if not context.settings.rule(self, "first_botch_free") or not outcome.botch:
             return outcome
-        key = f"free_botch_used:{context.user}"
+        key = f"free_botch_used:{context.session or '-'}:{context.user}"
         used = bool(await context.state.get(key, False))
         counts, used_after = rules.first_botch_free(True, used)
         if used_after != used:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from coterie.commands import Command, CommandContext, new_roll_id
+from coterie.commands import Command, CommandContext
 from coterie.elements import BR, Actions, Button, Node, Reply, Text, bold, italic
 from coterie.errors import UsageError
 from coterie.grammar import Grammar, Option, Positional, parse, shorten, suggest, tokens
@@ -99,7 +99,7 @@ async def reroll(ctx: CommandContext) -> Reply:
     body = variant.compose([outcome], ctx.message.display_name, ctx.line.comment)
     if chances is not None:
         body.append(Text(f" Chance of success was {chances[0]}, now {chances[1]}."))
-    return Reply(body, meta={"roll_id": new_roll_id(), "variant": variant.name})
+    return Reply(body, meta={"variant": variant.name})
 
 
 async def _reroll_chances(variant: V5Variant, request: RerollRequest) -> tuple[str, str] | None:
@@ -167,7 +167,7 @@ async def rouse(ctx: CommandContext) -> Reply:
     outcome = await ctx.roll(request)
     assert isinstance(outcome, V5Outcome | RouseOutcome)
     body = variant.compose([outcome], ctx.message.display_name, ctx.line.comment)
-    return Reply(body, meta={"roll_id": new_roll_id(), "variant": variant.name})
+    return Reply(body, meta={"variant": variant.name})
 
 
 REROLL_ODDS_USAGE = "!odds reroll"

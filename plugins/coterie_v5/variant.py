@@ -15,7 +15,7 @@ from coterie.errors import UsageError
 from coterie.grammar import Grammar, Option, Parsed, Positional, shorten, suggest
 from coterie.odds import Distribution
 from coterie.pools import plural
-from coterie.rules import HouseRule, Outcome, RollContext, RoomSettings, Variant
+from coterie.rules import HouseRule, Outcome, RollContext, RoomSettings, Standing, Variant
 from coterie_v5 import rules
 
 NAME = "v5"
@@ -592,6 +592,25 @@ class V5Variant(Variant[Request, AnyOutcome]):
             buttons = tuple(Button(labels[s], f"!reroll {s.value}") for s in options)
             body += [BR, Actions(buttons)]
         return body
+
+    # --- actions over several messages -------------------------------------------------------
+
+    team_mode = "dice"
+
+    def is_botch(self, outcome: AnyOutcome) -> bool:
+        """V5 has no botch; its worst result, a bestial failure, counts as one in ``!stats``."""
+        return outcome.outcome == rules.Result.BESTIAL_FAILURE.value
+
+    def prepare_helpers(self, parsed: Parsed, helpers: int) -> None:
+        if "team" in parsed.values:
+            raise UsageError("`!team start` counts the helpers itself: leave out `team N`")
+        if helpers:
+            parsed.values["team"] = helpers
+
+    def contest_standing(self, outcome: AnyOutcome) -> Standing | None:
+        if not isinstance(outcome, V5Outcome) or outcome.opponent is None:
+            return None
+        return Standing(winner="actor" if outcome.verdict.win else "opponent")
 
     # --- teamwork and help -------------------------------------------------------------------
 

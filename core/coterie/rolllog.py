@@ -1,0 +1,174 @@
+"""The roll log in chat: ``!log [N | ID]`` and ``!stats [@USER]``. Registered as a built-in
+plugin (see :mod:`coterie.builtins`). Every roll is logged by
+:meth:`coterie.commands.CommandContext.roll`; a room's log is read only in that room (the query is
+always by the asking room's key) and by the bot's operator with ``coterie export``."""
+
+from __future__ import annotations
+
+import re
+import time
+from collections import defaultdict
+from typing import Any
+
+from coterie.commands import Command, CommandContext
+from coterie.elements import BR, Node, Text, bold, code
+from coterie.errors import UsageError
+from coterie.grammar import shorten, tokens
+from coterie.pools import plural
+from coterie.rooms import is_mention, mention_key, mentions
+from coterie.state import RollRecord
+
+LOG_USAGE = "!log [N | ROLL-ID]"
+STATS_USAGE = "!stats [@USER]"
+DEFAULT_LINES = 10
+MAX_LINES = 25
+_ID = re.compile(r"[a-z2-9]{6}(?:-[0-9]{1,3})?")
+
+
+def _faces(record: RollRecord, limit: int = 20) -> str:
+    shown = " ".join(str(face) for face in record.faces[:limit])
+    return shown + (" …" if len(record.faces) > limit else "")
+
+
+def _result(record: RollRecord) -> str:
+    outcome = record.outcome.replace("_", " ")
+    return f"{outcome}, {plural(record.successes, 'success')}" if record.successes else outcome
+
+
+def _line(record: RollRecord) -> list[Node]:
+    stamp = time.strftime("%m-%d %H:%M", time.gmtime(record.time))
+    return [
+        code(record.id),
+        Text(f" {stamp} "),
+        bold(record.display_name),
+        Text(f" {shorten(record.request, 60)} → {_result(record)} ({_faces(record)})"),
+    ]
+
+
+async def log_command(ctx: CommandContext) -> list[Node]:
+    words = tokens(ctx.args)
+    room = ctx.message.room_key
+    store = ctx.app.state
+    if len(words) > 1:
+        raise UsageError("give a number of rolls or one roll id", usage=LOG_USAGE)
+    if words and _ID.fullmatch(words[0].lower()) and not words[0].isdigit():
+        wanted = words[0].lower()
+        found = [
+            r
+            for r in await store.rolls(room, limit=None)
+            if r.id.split("-")[0] == wanted.split("-")[0] and (r.id == wanted or "-" not in wanted)
+        ]
+        if not found:
+            raise UsageError(f"no roll `{wanted}` in this room's log", usage=LOG_USAGE)
+        body: list[Node] = []
+        for record in reversed(found):
+            if body:
+                body.append(BR)
+            body += _detail(record)
+        return body
+    count = DEFAULT_LINES
+    if words:
+        if not words[0].isdigit() or len(words[0]) > 3:
+            raise UsageError(
+                f"`{shorten(words[0])}` is neither a number nor a roll id", usage=LOG_USAGE
+            )
+        count = int(words[0])
+        if not 1 <= count <= MAX_LINES:
+            raise UsageError(f"show between 1 and {MAX_LINES} rolls, not {count}", usage=LOG_USAGE)
+    records = await store.rolls(room, limit=count)
+    if not records:
+        return [Text("No rolls are logged in this room yet.")]
+    body = [bold(f"Last {len(records)} rolls")]
+    for record in reversed(records):
+        body += [BR, *_line(record)]
+    return body
+
+
+def _detail(record: RollRecord) -> list[Node]:
+    stamp = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(record.time))
+    body: list[Node] = [
+        bold(f"Roll {record.id}"),
+        Text(f" — {stamp}, {record.variant}"),
+        BR,
+        bold(record.display_name),
+        Text(": "),
+        code(shorten(record.request, 200)),
+        BR,
+        Text(f"Faces: {_faces(record, 100)}"),
+        BR,
+        Text(f"Result: {_result(record)}"),
+    ]
+    if record.expected is not None:
+        body += [Text(f" (expected {record.expected:.2f} successes)")]
+    if record.session:
+        body += [BR, Text("Session "), code(record.session)]
+    return body
+
+
+async def stats_command(ctx: CommandContext) -> list[Node]:
+    words = tokens(ctx.args)
+    if len(words) > 1 or (words and not is_mention(words[0])):
+        raise UsageError("name at most one player, e.g. `!stats @alice`", usage=STATS_USAGE)
+    records = await ctx.app.state.rolls(ctx.message.room_key, limit=None)
+    if words:
+        key = mention_key(words[0])
+        records = [r for r in records if mentions(key, _author(r))]
+        if not records:
+            raise UsageError(f"no rolls by {shorten(words[0])} in this room", usage=STATS_USAGE)
+    if not records:
+        return [Text("No rolls are logged in this room yet.")]
+    per_user: dict[str, list[RollRecord]] = defaultdict(list)
+    for record in records:
+        per_user[record.user].append(record)
+    body: list[Node] = [bold("Dice statistics"), Text(f" ({len(records)} rolls in this room)")]
+    ranked = sorted(per_user.values(), key=len, reverse=True)
+    for rolls in ranked[:MAX_LINES]:
+        body += [BR, *_user_line(rolls)]
+    return body
+
+
+def _author(record: RollRecord) -> Any:
+    from coterie.message import Message
+
+    return Message(platform="", room="", user=record.user, text="", user_name=record.display_name)
+
+
+def _user_line(rolls: list[RollRecord]) -> list[Node]:
+    name = rolls[0].display_name
+    successes = sum(max(0, r.successes) for r in rolls)
+    botches = sum(1 for r in rolls if r.botch)
+    known = [r for r in rolls if r.expected is not None]
+    line: list[Node] = [
+        bold(name),
+        Text(f": {plural(len(rolls), 'roll')}, {plural(successes, 'success')}"),
+    ]
+    if known:
+        got = sum(max(0, r.successes) for r in known)
+        expected = sum(r.expected or 0.0 for r in known)
+        ratio = f" ({got / expected:.0%} of expected)" if expected else ""
+        line += [
+            Text(f"; {got} vs {expected:.1f} expected over {plural(len(known), 'roll')}{ratio}")
+        ]
+    line += [Text(f", {botches} botch{'es' if botches != 1 else ''}")]
+    return line
+
+
+def commands() -> list[Command]:
+    """The commands of this module (listed by :mod:`coterie.builtins`)."""
+    return [
+        Command(
+            name="log",
+            summary="the room's last rolls, or one roll by its id",
+            usage=LOG_USAGE,
+            handler=log_command,
+            transaction=False,
+            details="Each roll's reply ends with its id. A room's log is read only in that room.",
+        ),
+        Command(
+            name="stats",
+            summary="dice statistics per player: rolls, successes against expected, botches",
+            usage=STATS_USAGE,
+            handler=stats_command,
+            transaction=False,
+        ),
+    ]

@@ -1,0 +1,418 @@
+"""Who runs a room and how it plays: ``!storyteller``, ``!set`` / ``!settings`` and ``!session``.
+
+Registered as a built-in plugin. Roles: a room's Storytellers are the platform user ids its config
+lists (``storytellers = [...]`` under ``[defaults]`` or ``[rooms."KEY"]``), whoever ran
+``!storyteller claim`` first (and those they added), and room administrators where the adapter can
+tell (``Message.admin``). A room with none of these is *open*: anyone may change its settings until
+someone claims it. Players can't change the settings of a claimed room.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from typing import Any
+
+from coterie.app import ROOM_SETTINGS, SESSIONS
+from coterie.commands import Command, CommandContext, new_roll_id
+from coterie.elements import BR, Node, Text, bold, code, italic
+from coterie.errors import UsageError
+from coterie.grammar import shorten, suggest, tokens
+from coterie.message import Message
+from coterie.rules import HouseRule
+
+#: state namespace of a room's chat-made roles: ``{"storytellers": {user id: name}}``
+ROLES = "coterie.roles"
+#: sessions kept in a room's history
+SESSION_HISTORY = 200
+
+STORYTELLER_USAGE = "!storyteller [claim | release | add @USER | remove @USER]"
+SET_USAGE = (
+    "!set KEY VALUE (KEY: variant, prefix, difficulty or a house rule; VALUE `default` resets)"
+)
+SESSION_USAGE = "!session [start [TITLE] | end]"
+
+_SLACK_MENTION = re.compile(r"<@([A-Z0-9]+)(?:\|[^>]*)?>")
+
+
+# --- mentions -------------------------------------------------------------------------------------
+
+
+def mention_key(token: str) -> str:
+    """A mention as written (``<@U123>``, ``@alice:example.org``, ``@alice``) reduced to what
+    :func:`mentions` compares: a platform user id, or a lower-case name."""
+    token = token.strip()
+    slack = _SLACK_MENTION.fullmatch(token)
+    if slack:
+        return slack.group(1)
+    if token.startswith("@") and ":" in token:  # a Matrix user id
+        return token
+    return token.removeprefix("@").casefold()
+
+
+def mentions(key: str, message: Message) -> bool:
+    """Whether a mention (from :func:`mention_key`) names the author of ``message``."""
+    names = {message.user, message.user.casefold()}
+    names |= {handle.removeprefix("@").casefold() for handle in message.handles}
+    if message.user_name:
+        names.add(message.user_name.casefold())
+        names.add(message.user_name.casefold().replace(" ", ""))
+    return key in names
+
+
+def is_mention(word: str) -> bool:
+    return word.startswith("@") or bool(_SLACK_MENTION.fullmatch(word))
+
+
+# --- roles ----------------------------------------------------------------------------------------
+
+
+def configured_storytellers(ctx: CommandContext) -> list[str]:
+    config = ctx.app.config
+    room = config.rooms.get(ctx.message.room_key)
+    listed = list(config.defaults.storytellers)
+    if room is not None:
+        listed += room.storytellers
+    return listed
+
+
+async def claimed_storytellers(ctx: CommandContext) -> dict[str, str]:
+    roles = await ctx.store.get(ROLES, ctx.message.room_key) or {}
+    return dict(roles.get("storytellers", {}))
+
+
+async def is_storyteller(ctx: CommandContext) -> bool:
+    """The author is one of the room's Storytellers."""
+    if ctx.message.admin:
+        return True
+    user = ctx.message.user
+    if any(mentions(mention_key(who), ctx.message) for who in configured_storytellers(ctx)):
+        return True
+    return user in await claimed_storytellers(ctx)
+
+
+async def room_is_open(ctx: CommandContext) -> bool:
+    """No Storyteller at all: configured, claimed or administering."""
+    return not configured_storytellers(ctx) and not await claimed_storytellers(ctx)
+
+
+async def require_storyteller(ctx: CommandContext, what: str) -> None:
+    """Raise a friendly error unless the author may ``what`` (Storytellers; anyone in an open
+    room)."""
+    if await room_is_open(ctx) or await is_storyteller(ctx):
+        return
+    names = await storyteller_names(ctx)
+    raise UsageError(
+        f"only the Storyteller ({names}) can {what} in this room",
+        hint=f"`{ctx.settings.prefix}storyteller` shows who runs the room.",
+    )
+
+
+async def storyteller_names(ctx: CommandContext) -> str:
+    claimed = await claimed_storytellers(ctx)
+    names = [*configured_storytellers(ctx), *claimed.values()]
+    return ", ".join(dict.fromkeys(names)) or "nobody yet"
+
+
+async def storyteller(ctx: CommandContext) -> list[Node]:
+    words = tokens(ctx.args)
+    action = words[0].lower() if words else ""
+    room = ctx.message.room_key
+    roles = await ctx.store.get(ROLES, room) or {}
+    claimed: dict[str, str] = dict(roles.get("storytellers", {}))
+    me, my_name = ctx.message.user, ctx.message.display_name
+    prefix = ctx.settings.prefix
+    if not action:
+        names = await storyteller_names(ctx)
+        body: list[Node] = [Text("Storyteller of this room: "), bold(names)]
+        if await room_is_open(ctx):
+            body += [BR, Text("The room is open: anyone may change its settings until someone ")]
+            body += [Text("runs "), code(f"{prefix}storyteller claim"), Text(".")]
+        return body
+    if action == "claim":
+        if len(words) > 1:
+            raise UsageError("`claim` takes nothing after it", usage=STORYTELLER_USAGE)
+        if await is_storyteller(ctx):
+            return [Text("You are already a Storyteller of this room.")]
+        if not await room_is_open(ctx):
+            raise UsageError(
+                f"this room already has a Storyteller ({await storyteller_names(ctx)})",
+                hint=f"They can add you with `{prefix}storyteller add @you`.",
+            )
+        claimed[me] = my_name
+    elif action in ("release", "resign"):
+        if me not in claimed:
+            raise UsageError("you have not claimed this room, so there is nothing to release")
+        del claimed[me]
+    elif action in ("add", "remove"):
+        if len(words) != 2 or not is_mention(words[1]):
+            raise UsageError(
+                f"whom? e.g. `{prefix}storyteller {action} @alice`", usage=STORYTELLER_USAGE
+            )
+        if not await is_storyteller(ctx):
+            raise UsageError(f"only a Storyteller can {action} Storytellers")
+        key = mention_key(words[1])
+        if action == "add":
+            if len(claimed) >= 20:
+                raise UsageError("a room has at most 20 Storytellers")
+            claimed[key] = words[1].removeprefix("@")
+        elif key not in claimed:
+            raise UsageError(f"{shorten(words[1])} is not a Storyteller named in chat here")
+        else:
+            del claimed[key]
+    else:
+        close = suggest(action, ["claim", "release", "add", "remove"])
+        hint = f"Did you mean `{close}`?" if close else None
+        raise UsageError(f"unknown `{shorten(action)}`", usage=STORYTELLER_USAGE, hint=hint)
+    roles["storytellers"] = claimed
+    await ctx.store.set(ROLES, room, roles)
+    names = await storyteller_names(ctx)
+    return [Text("Storyteller of this room: "), bold(names)]
+
+
+# --- settings -------------------------------------------------------------------------------------
+
+_ON = {"on", "yes", "true", "1", "enable", "enabled"}
+_OFF = {"off", "no", "false", "0", "disable", "disabled"}
+_KEYS = {
+    "variant": "variant",
+    "prefix": "prefix",
+    "difficulty": "difficulty",
+    "default_difficulty": "difficulty",
+    "diff": "difficulty",
+}
+
+
+def _rule_value(rule: HouseRule, word: str) -> bool | int:
+    if isinstance(rule.default, bool):
+        if word in _ON:
+            return True
+        if word in _OFF:
+            return False
+        raise UsageError(f"`{rule.name}` is on or off, not `{shorten(word)}`")
+    if not re.fullmatch(r"[0-9]{1,3}", word):
+        raise UsageError(f"`{rule.name}` takes a whole number, not `{shorten(word)}`")
+    return int(word)
+
+
+async def set_command(ctx: CommandContext) -> list[Node]:
+    words = tokens(ctx.args)
+    if len(words) != 2:
+        raise UsageError("give a setting and its value, e.g. `!set difficulty 7`", usage=SET_USAGE)
+    await require_storyteller(ctx, "change the settings")
+    key, value = words[0].lower().replace("-", "_"), words[1]
+    variant = ctx.variant
+    room = ctx.message.room_key
+    reset = value.lower() == "default"
+    rules = {rule.name: rule for rule in variant.house_rules}
+    store = ctx.store
+    if _KEYS.get(key) == "variant":
+        wanted = value.lower()
+        if not reset and wanted not in ctx.app.variants:
+            close = suggest(wanted, list(ctx.app.variants))
+            hint = f" Did you mean `{close}`?" if close else ""
+            raise UsageError(f"there is no rule set `{shorten(wanted)}`.{hint}", usage=SET_USAGE)
+        await ctx.app.update_room(room, store=store, variant=None if reset else wanted)
+    elif _KEYS.get(key) == "prefix":
+        if not reset and (len(value) > 3 or any(ch.isalnum() for ch in value)):
+            raise UsageError("a prefix is one to three symbols, like `!` or `?`", usage=SET_USAGE)
+        await ctx.app.update_room(room, store=store, prefix=None if reset else value)
+    elif _KEYS.get(key) == "difficulty":
+        if reset:
+            await ctx.app.update_room(
+                room, store=store, default_difficulty=None, difficulty_for=None
+            )
+        else:
+            low, high = variant.difficulty_range
+            if not re.fullmatch(r"[0-9]{1,2}", value) or not low <= int(value) <= high:
+                raise UsageError(
+                    f"{variant.name}'s difficulties go from {low} to {high}, not `{shorten(value)}`"
+                )
+            await ctx.app.update_room(
+                room, store=store, default_difficulty=int(value), difficulty_for=variant.name
+            )
+    elif key in rules:
+        stored = await store.get(ROOM_SETTINGS, room) or {}
+        house: dict[str, Any] = dict(stored.get("house_rules", {}))
+        if reset:
+            house.pop(key, None)
+        else:
+            house[key] = _rule_value(rules[key], value.lower())
+        await ctx.app.update_room(room, store=store, house_rules=house)
+    else:
+        known = ["variant", "prefix", "difficulty", *rules]
+        close = suggest(key, known)
+        hint = f"Did you mean `{close}`? " if close else ""
+        raise UsageError(
+            f"there is no setting `{shorten(key)}` in a {variant.name} room",
+            hint=f"{hint}`{ctx.settings.prefix}settings` lists them.",
+        )
+    settings = await ctx.app.room_settings(room, store=store)
+    return [Text("Done. "), *await _settings_body(ctx, settings.variant, store_view=True)]
+
+
+async def _settings_body(
+    ctx: CommandContext, variant_name: str | None = None, *, store_view: bool = False
+) -> list[Node]:
+    room = ctx.message.room_key
+    settings = await ctx.app.room_settings(room, store=ctx.store)
+    variant = ctx.app.variants[variant_name or settings.variant]
+    prefix = settings.prefix
+    difficulty = variant.room_difficulty(settings)
+    body: list[Node] = [
+        bold("Room settings"),
+        BR,
+        code("variant"),
+        Text(f" {variant.name} — {variant.title}"),
+        BR,
+        code("prefix"),
+        Text(f" {prefix}"),
+        BR,
+        code("difficulty"),
+        Text(f" {difficulty if difficulty is not None else 'none'} (the default for rolls)"),
+    ]
+    for rule in variant.house_rules:
+        value = settings.rule(variant, rule.name)
+        shown = ("on" if value else "off") if isinstance(value, bool) else str(value)
+        default = rule.default
+        shown_default = ("on" if default else "off") if isinstance(default, bool) else str(default)
+        body += [BR, code(rule.name), Text(f" {shown} — {rule.help}")]
+        if value != default:
+            body += [italic(f" (default {shown_default})")]
+    body += [BR, Text("Storyteller: "), Text(await storyteller_names(ctx))]
+    session = (await ctx.store.get(SESSIONS, room) or {}).get("current")
+    if session:
+        body += [Text(" · session "), code(session["id"]), Text(" open")]
+    body += [BR, Text(f"Change one with {prefix}set KEY VALUE (Storyteller).")]
+    return body
+
+
+async def settings_command(ctx: CommandContext) -> list[Node]:
+    if ctx.args.strip():
+        raise UsageError(
+            "`!settings` takes nothing; change a setting with `!set KEY VALUE`", usage="!settings"
+        )
+    return await _settings_body(ctx)
+
+
+# --- sessions -------------------------------------------------------------------------------------
+
+
+async def session_command(ctx: CommandContext) -> list[Node]:
+    words = tokens(ctx.args)
+    action = words[0].lower() if words else ""
+    room = ctx.message.room_key
+    sessions: dict[str, Any] = await ctx.store.get(SESSIONS, room) or {}
+    current = sessions.get("current")
+    history: list[dict[str, Any]] = list(sessions.get("history", []))
+    prefix = ctx.settings.prefix
+    if not action:
+        if current is None:
+            return [
+                Text("No session is open. "),
+                code(f"{prefix}session start"),
+                Text(" opens one (the Storyteller)."),
+            ]
+        return [
+            Text("Session "),
+            code(current["id"]),
+            Text(_title(current)),
+            Text(f" open since {_when(current['started'])}, started by "),
+            bold(current.get("started_by_name", current["started_by"])),
+            Text("."),
+        ]
+    if action == "start":
+        await require_storyteller(ctx, "start a session")
+        if current is not None:
+            raise UsageError(
+                f"session {current['id']} is still open; end it with `{prefix}session end` first"
+            )
+        title = " ".join(words[1:])[:80] or None
+        current = {
+            "id": new_roll_id(),
+            "started": time.time(),
+            "started_by": ctx.message.user,
+            "started_by_name": ctx.message.display_name,
+            "title": title,
+        }
+        sessions["current"] = current
+        await ctx.store.set(SESSIONS, room, {"current": current, "history": history})
+        return [
+            Text("Session "),
+            code(current["id"]),
+            Text(_title(current)),
+            Text(
+                " starts. Rolls are logged under it; the first botch of each player is free "
+                "where the room's rules say so."
+            ),
+        ]
+    if action in ("end", "stop"):
+        await require_storyteller(ctx, "end a session")
+        if current is None:
+            raise UsageError("no session is open", usage=SESSION_USAGE)
+        if len(words) > 1:
+            raise UsageError("`end` takes nothing after it", usage=SESSION_USAGE)
+        ended = {**current, "ended": time.time()}
+        history = [*history, ended][-SESSION_HISTORY:]
+        await ctx.store.set(SESSIONS, room, {"current": None, "history": history})
+        return [
+            Text("Session "),
+            code(current["id"]),
+            Text(_title(current)),
+            Text(f" ends after {_duration(ended['ended'] - ended['started'])}."),
+        ]
+    raise UsageError(f"unknown `{shorten(action)}`", usage=SESSION_USAGE)
+
+
+def _title(session: dict[str, Any]) -> str:
+    return f" ({session['title']})" if session.get("title") else ""
+
+
+def _when(stamp: float) -> str:
+    return time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(stamp))
+
+
+def _duration(seconds: float) -> str:
+    minutes = int(seconds // 60)
+    return f"{minutes // 60} h {minutes % 60} min" if minutes >= 60 else f"{minutes} min"
+
+
+def commands() -> list[Command]:
+    """The commands of this module (listed by :mod:`coterie.builtins`)."""
+    return [
+        Command(
+            name="storyteller",
+            aliases=("st",),
+            summary="who runs the room; claim it, hand it over",
+            usage=STORYTELLER_USAGE,
+            handler=storyteller,
+            details=(
+                "The first to claim a room becomes its Storyteller; Storytellers can add others. "
+                "The config may name Storytellers too, and room admins count as Storytellers "
+                "where the platform tells the bot."
+            ),
+        ),
+        Command(
+            name="set",
+            summary="change a room setting or house rule (Storyteller)",
+            usage=SET_USAGE,
+            handler=set_command,
+            details="`!settings` lists the settings and house rules of the room's rule set.",
+        ),
+        Command(
+            name="settings",
+            summary="the room's rule set, prefix, difficulty and house rules",
+            usage="!settings",
+            handler=settings_command,
+        ),
+        Command(
+            name="session",
+            summary="start or end a game session (Storyteller)",
+            usage=SESSION_USAGE,
+            handler=session_command,
+            details=(
+                "Rolls are logged under the open session; the free first botch counts per "
+                "session. `coterie export` writes a session log."
+            ),
+        ),
+    ]
