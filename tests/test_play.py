@@ -452,3 +452,21 @@ async def test_an_error_inside_a_stateful_command_rolls_its_changes_back(monkeyp
     t.faces(9, 9, 9)
     assert "something went wrong" in await t("lynn", "!roll 3 for x")
     assert t.store._data == before and t.store._log == log
+
+
+async def test_v5_max_hunger_caps_rolls_and_rouse_checks() -> None:
+    t = Table("v5")
+    await t.ok("st", "!set max_hunger 4")
+    assert "Hunger goes up to 4" in await t.error("ana", "!roll 5 5 diff 2")
+    t.faces(2, 2)
+    assert "Hunger stays at 4 (it cannot rise above 4)" in await t.ok("ana", "!rouse 2 h4")
+    assert "max_hunger goes from 1 to 5, not 9" in await t.error("st", "!set max_hunger 9")
+
+
+def test_a_house_rule_value_out_of_range_in_the_config_is_refused() -> None:
+    from coterie.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=r"defaults.house_rules.max_hunger: .* not 7"):
+        Table("v5", defaults={"variant": "v5", "house_rules": {"max_hunger": 7}})
+    with pytest.raises(ConfigError, match="trying_again is true or false"):
+        Table(defaults={"variant": "revised", "house_rules": {"trying_again": 3}})

@@ -151,13 +151,17 @@ class Coterie:
                 raise ConfigError(
                     f"{where}.variant: unknown variant {room.variant!r}; installed: {names}"
                 )
-        declared = {rule.name for v in self.variants.values() for rule in v.house_rules}
+        declared = {rule.name: rule for v in self.variants.values() for rule in v.house_rules}
         for where, room in tables:
-            for rule in room.house_rules:
+            for rule, setting in room.house_rules.items():
                 if rule not in declared:
                     close = suggest(rule, sorted(declared))
                     known = f"did you mean {close!r}?" if close else "no rule set declares it"
                     raise ConfigError(f"{where}.house_rules.{rule}: unknown house rule ({known})")
+                try:
+                    declared[rule].check(setting)
+                except ValueError as error:
+                    raise ConfigError(f"{where}.house_rules.{rule}: {error}") from None
             variant = self.variants.get(room.variant or self.config.default_variant)
             low, high = variant.difficulty_range if variant else (1, 30)
             value = room.default_difficulty

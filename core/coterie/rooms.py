@@ -192,7 +192,10 @@ def _rule_value(rule: HouseRule, word: str) -> bool | int:
         raise UsageError(f"`{rule.name}` is on or off, not `{shorten(word)}`")
     if not re.fullmatch(r"[0-9]{1,3}", word):
         raise UsageError(f"`{rule.name}` takes a whole number, not `{shorten(word)}`")
-    return int(word)
+    try:
+        return rule.check(int(word))
+    except ValueError as error:
+        raise UsageError(str(error)) from None
 
 
 async def set_command(ctx: CommandContext) -> list[Node]:

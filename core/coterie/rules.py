@@ -28,6 +28,22 @@ class HouseRule:
     name: str
     default: bool | int
     help: str
+    #: the range of a numeric rule
+    minimum: int | None = None
+    maximum: int | None = None
+
+    def check(self, value: bool | int) -> bool | int:
+        """``value`` if this rule can take it, else ``ValueError`` saying what it takes."""
+        if isinstance(self.default, bool):
+            if not isinstance(value, bool):
+                raise ValueError(f"{self.name} is true or false")
+            return value
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ValueError(f"{self.name} is a whole number")
+        low, high = self.minimum, self.maximum
+        if (low is not None and value < low) or (high is not None and value > high):
+            raise ValueError(f"{self.name} goes from {low} to {high}, not {value}")
+        return value
 
 
 @dataclass(frozen=True)

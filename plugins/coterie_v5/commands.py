@@ -159,7 +159,7 @@ async def rouse(ctx: CommandContext) -> Reply:
     variant = _variant(ctx)
     limits = ctx.app.config.limits
     parsed = parse(tokens(ctx.args), ROUSE, max_options=limits.max_options)
-    request = variant.build_rouse(parsed)
+    request = variant.build_rouse(parsed, ctx.settings)
     if request.checks > limits.max_dice:
         raise UsageError(
             f"that is {request.checks} dice; a roll may have at most {limits.max_dice}"

@@ -306,6 +306,8 @@ class RouseResult:
 
     faces: tuple[int, ...]
     hunger_before: int | None
+    #: the most Hunger can be (5, or less where the room's ``max_hunger`` says so)
+    most: int = MAX_HUNGER
 
     @property
     def passed(self) -> int:
@@ -319,15 +321,15 @@ class RouseResult:
     def hunger_after(self) -> int | None:
         if self.hunger_before is None:
             return None
-        return min(MAX_HUNGER, self.hunger_before + self.failed)
+        return min(self.most, self.hunger_before + self.failed)
 
     @property
     def capped(self) -> bool:
         """Some failed check could not raise Hunger because it had reached 5."""
         if self.hunger_before is None:
             return False
-        return self.hunger_before + self.failed > MAX_HUNGER
+        return self.hunger_before + self.failed > self.most
 
 
-def rouse(faces: Sequence[int], hunger: int | None = None) -> RouseResult:
-    return RouseResult(tuple(faces), hunger)
+def rouse(faces: Sequence[int], hunger: int | None = None, most: int = MAX_HUNGER) -> RouseResult:
+    return RouseResult(tuple(faces), hunger, most)

@@ -133,6 +133,13 @@ HOUSE_RULES = (
     HouseRule(
         "automatic_wins", True, "`auto` may take an automatic win when pool >= 2 x Difficulty"
     ),
+    HouseRule(
+        "max_hunger",
+        rules.MAX_HUNGER,
+        "the most Hunger a character can have in this chronicle",
+        minimum=1,
+        maximum=rules.MAX_HUNGER,
+    ),
 )
 
 # --- requests -----------------------------------------------------------------------------------
@@ -236,6 +243,8 @@ class RouseRequest:
 
     checks: int = 1
     hunger: int | None = None
+    #: the room's ``max_hunger``
+    max_hunger: int = rules.MAX_HUNGER
 
 
 @dataclass(frozen=True)
@@ -431,9 +440,13 @@ class V5Variant(Variant[Request, AnyOutcome]):
 
     def build(self, parsed: Parsed, settings: RoomSettings) -> V5Request:
         actor = build_side(parsed, opposing=False)
+        most = int(settings.rule(self, "max_hunger"))
+        _check_hunger(actor.hunger, most)
         automatic = parsed.flag("auto")
         if parsed.versus is not None:
-            return self._contest(parsed, actor, build_side(parsed.versus, opposing=True))
+            opponent = build_side(parsed.versus, opposing=True)
+            _check_hunger(opponent.hunger, most)
+            return self._contest(parsed, actor, opponent)
         difficulty = build_difficulty(parsed, self.room_difficulty(settings))
         if automatic:
             if not settings.rule(self, "automatic_wins"):
@@ -465,14 +478,18 @@ class V5Variant(Variant[Request, AnyOutcome]):
             raise UsageError("a contest is always rolled: `auto` does not apply to `vs`")
         return V5Request(actor=actor, difficulty=None, versus=opponent)
 
-    def build_rouse(self, parsed: Parsed) -> RouseRequest:
+    def build_rouse(self, parsed: Parsed, settings: RoomSettings | None = None) -> RouseRequest:
         """``!rouse [N] [h H]``: ``N`` rouse checks; Hunger if the caller gave it."""
         if parsed.flag("auto") or "half" in parsed.values:
             raise UsageError(
                 "a check is always rolled: neither an automatic win nor taking half is possible"
             )
         checks = parsed.int("checks")
-        return RouseRequest(checks=1 if checks is None else checks, hunger=parsed.int("hunger"))
+        most = int(settings.rule(self, "max_hunger")) if settings else rules.MAX_HUNGER
+        hunger = parsed.int("hunger")
+        if hunger is not None:
+            _check_hunger(hunger, most)
+        return RouseRequest(checks=1 if checks is None else checks, hunger=hunger, max_hunger=most)
 
     def odds(self, request: Request, options: frozenset[str] = frozenset()) -> Distribution:
         from coterie_v5.odds import odds
@@ -493,7 +510,9 @@ class V5Variant(Variant[Request, AnyOutcome]):
         if len(faces) != wanted:
             raise UsageError(f"this roll needs {wanted} dice, but {len(faces)} were given")
         if isinstance(request, RouseRequest):
-            return RouseOutcome(request, rules.rouse(faces, request.hunger), variant=self.name)
+            return RouseOutcome(
+                request, rules.rouse(faces, request.hunger, request.max_hunger), variant=self.name
+            )
         if isinstance(request, RerollRequest):
             return self._reroll(request, faces)
         return self._roll(request, faces)
@@ -657,6 +676,11 @@ def _dice(side: Side, faces: Sequence[int]) -> rules.Dice:
 
 
 # --- building requests from parsed chat ---------------------------------------------------------
+
+
+def _check_hunger(hunger: int, most: int) -> None:
+    if hunger > most:
+        raise UsageError(f"Hunger {hunger}? In this room Hunger goes up to {most} (`max_hunger`)")
 
 
 def build_side(parsed: Parsed, *, opposing: bool) -> Side:
@@ -916,9 +940,9 @@ def render_rouse(outcome: RouseOutcome) -> list[Node]:
         else:
             body += [Text("Hunger does not rise.")]
     elif after == before:
-        note = f" (it cannot rise above {rules.MAX_HUNGER})" if result.capped else ""
+        note = f" (it cannot rise above {result.most})" if result.capped else ""
         body += [Text("Hunger stays at "), bold(str(after)), Text(f"{note}.")]
     else:
-        note = f" ({rules.MAX_HUNGER} is the most it can be)" if result.capped else ""
+        note = f" ({result.most} is the most it can be)" if result.capped else ""
         body += [Text(f"Hunger {before} → "), bold(str(after)), Text(f"{note}.")]
     return body
