@@ -470,3 +470,12 @@ def test_a_house_rule_value_out_of_range_in_the_config_is_refused() -> None:
         Table("v5", defaults={"variant": "v5", "house_rules": {"max_hunger": 7}})
     with pytest.raises(ConfigError, match="trying_again is true or false"):
         Table(defaults={"variant": "revised", "house_rules": {"trying_again": 3}})
+
+
+async def test_a_storyteller_added_by_handle_is_recognised_by_it() -> None:
+    t = Table()
+    await t.ok("alice", "!storyteller claim")
+    await t.ok("alice", "!storyteller add @zed")
+    await t.ok("u42", "!set difficulty 7", handles=("Zed",))  # a Telegram @username, say
+    await t.ok("u42", "!storyteller release", handles=("zed",))
+    assert "only the Storyteller" in await t.error("u42", "!set difficulty 6", handles=("zed",))

@@ -88,7 +88,8 @@ async def is_storyteller(ctx: CommandContext) -> bool:
     user = ctx.message.user
     if any(mentions(mention_key(who), ctx.message) for who in configured_storytellers(ctx)):
         return True
-    return user in await claimed_storytellers(ctx)
+    claimed = await claimed_storytellers(ctx)
+    return user in claimed or any(mentions(key, ctx.message) for key in claimed)
 
 
 async def room_is_open(ctx: CommandContext) -> bool:
@@ -141,9 +142,11 @@ async def storyteller(ctx: CommandContext) -> list[Node]:
             )
         claimed[me] = my_name
     elif action in ("release", "resign"):
-        if me not in claimed:
-            raise UsageError("you have not claimed this room, so there is nothing to release")
-        del claimed[me]
+        mine = [key for key in claimed if key == me or mentions(key, ctx.message)]
+        if not mine:
+            raise UsageError("you are not a Storyteller named in chat here: nothing to release")
+        for key in mine:
+            del claimed[key]
     elif action in ("add", "remove"):
         if len(words) != 2 or not is_mention(words[1]):
             raise UsageError(
@@ -251,12 +254,10 @@ async def set_command(ctx: CommandContext) -> list[Node]:
             hint=f"{hint}`{ctx.settings.prefix}settings` lists them.",
         )
     settings = await ctx.app.room_settings(room, store=store)
-    return [Text("Done. "), *await _settings_body(ctx, settings.variant, store_view=True)]
+    return [Text("Done. "), *await _settings_body(ctx, settings.variant)]
 
 
-async def _settings_body(
-    ctx: CommandContext, variant_name: str | None = None, *, store_view: bool = False
-) -> list[Node]:
+async def _settings_body(ctx: CommandContext, variant_name: str | None = None) -> list[Node]:
     room = ctx.message.room_key
     settings = await ctx.app.room_settings(room, store=ctx.store)
     variant = ctx.app.variants[variant_name or settings.variant]
