@@ -780,6 +780,7 @@ async def resist(ctx: CommandContext) -> Reply:
             },
             "touched": time.time(),
             "opponent_user": ctx.message.user,
+            "opponent_name": ctx.message.display_name,
         }
         await state.set(f"contest:{one['id']}", one)
         body += [
