@@ -64,3 +64,11 @@ def test_a_chronicle_across_processes_and_players(chat) -> None:
     assert len(re.findall(r"^[a-z2-9]{6}(?:-\d+)? \d\d-\d\d", out, re.M)) == 3
     assert "alice: 2 rolls" in out and "bob: 1 roll," in out
     assert "(Night one) ends after" in out
+
+
+def test_a_v5_reroll_after_a_restart_uses_the_last_roll_kept(chat) -> None:
+    out = chat("ana", "!variant v5", "!roll 6 1 diff 3")
+    assert "This room now plays" in out and "6 dice, Hunger 1, Difficulty 3" in out
+    out = chat("ana", "!reroll failures", seed=5)
+    assert "no roll in this room to re-roll" not in out, out
+    assert out.startswith("ana") and "Willpower re-roll (failures)" in out, out
