@@ -35,9 +35,9 @@ class HouseRule:
     def check(self, value: bool | int) -> bool | int:
         """``value`` if this rule can take it, else ``ValueError`` saying what it takes."""
         if isinstance(self.default, bool):
-            if not isinstance(value, bool):
+            if value not in (True, False):  # 1 and 0 read as true and false
                 raise ValueError(f"{self.name} is true or false")
-            return value
+            return bool(value)
         if isinstance(value, bool) or not isinstance(value, int):
             raise ValueError(f"{self.name} is a whole number")
         low, high = self.minimum, self.maximum
