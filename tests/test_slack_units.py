@@ -356,12 +356,27 @@ async def test_recent_deliveries_expire_and_stay_bounded():
     for key in "bcd":
         now[0] += 1
         assert await recent.first_time(key)
-    stored = await store.get(NAMESPACE, "recent")
-    assert stored is not None
-    assert sorted(stored) == ["b", "c", "d"]  # the oldest went beyond max_ids
-    json.dumps(stored)
+    assert await recent.prune() == 1
+    assert await store.keys(NAMESPACE) == ["b", "c", "d"]  # the oldest went beyond max_ids
+    json.dumps(await store.get(NAMESPACE, "b"))
     # a second instance over the same store (a restart, another process) knows them
     assert not await RecentDeliveries(store, clock=lambda: now[0]).first_time("c")
+    now[0] += 61
+    assert await recent.prune() == 3  # expired
+    assert await store.keys(NAMESPACE) == []
+
+
+async def test_a_claim_not_marked_done_is_taken_over_after_its_lease():
+    store = MemoryStore()
+    now = [1000.0]
+    worker1 = RecentDeliveries(store, lease=10, clock=lambda: now[0])
+    worker2 = RecentDeliveries(store, lease=10, clock=lambda: now[0])
+    assert await worker1.claim("e") == "new"
+    assert await worker2.claim("e") == "busy"  # worker 1 is answering it
+    now[0] += 11  # worker 1 died before answering
+    assert await worker2.claim("e") == "new"
+    await worker2.done("e")
+    assert await worker1.claim("e") == "done"
 
 
 # --- the app manifest ----------------------------------------------------------------------------

@@ -1,9 +1,12 @@
 """The Bolt app: Slack events, slash commands and button presses in, coterie replies out.
 
-Every listener only *hands the work over*: it starts a tracked task and returns, so Bolt
-acknowledges Slack at once (well within Slack's 3 seconds) while the reply is computed and sent.
-Because the task is started before the acknowledgement goes out, :meth:`SlackBot.drain` waits for
-every delivery Slack has been told about, on shutdown and in tests.
+Every listener starts the answer as a tracked task and waits for it at most
+:data:`ACK_BUDGET` seconds before Bolt acknowledges Slack (which allows 3 seconds): a delivery
+acknowledged in time has been answered, so a worker that dies mid-request has not told Slack
+anything it did not do, and Slack's retry (to this or another worker) answers it. A slower answer
+(an odds chart) is acknowledged at the budget and goes on. Because the task is started before the
+acknowledgement goes out, :meth:`SlackBot.drain` waits for every delivery Slack has been told
+about, on shutdown and in tests. De-duplication across retries and workers: :mod:`.dedup`.
 
 Slack libraries are imported here, and this module is imported only when the adapter runs.
 """
@@ -44,7 +47,7 @@ from coterie_slack.blocks import (
     read_button_value,
     without_buttons,
 )
-from coterie_slack.dedup import RecentDeliveries, delivery_key
+from coterie_slack.dedup import BUSY, DONE, NEW, RecentDeliveries, delivery_key
 from coterie_slack.mrkdwn import decode, mention_pattern, remove_mentions, strip_leading_mention
 from coterie_slack.settings import Credentials, SlackSettings
 
@@ -55,6 +58,10 @@ PLATFORM = "slack"
 USER_SUBTYPES = frozenset({None, "thread_broadcast", "file_share", "me_message"})
 #: how long :meth:`SlackBot.drain` waits for replies still being sent
 DRAIN_SECONDS = 10.0
+#: how long a listener waits for its answer before Slack is acknowledged anyway
+ACK_BUDGET = 2.5
+#: where the de-duplication middleware leaves the delivery's id for the listener
+DELIVERY = "coterie_delivery"
 _USER_ID = re.compile(r"[UW][A-Z0-9]{2,30}")
 
 
@@ -165,14 +172,22 @@ class Deduplicate(AsyncMiddleware):
         key = delivery_key(req.body)
         if key is not None:
             try:
-                first = await self.recent.first_time(key)
+                claim = await self.recent.claim(key)
             except Exception:  # a broken store must not silence the bot
                 log.exception("state store failed; %s is answered without de-duplication", key)
-                first = True
-            if not first:
-                retry = req.headers.get("x-slack-retry-num", ["0"])[0]
+                claim, key = NEW, None
+            retry = req.headers.get("x-slack-retry-num", ["0"])[0]
+            if claim == DONE:
                 log.info("%s delivered again (retry %s): acknowledged, not answered", key, retry)
                 return BoltResponse(status=200, body="")
+            if claim == BUSY:
+                # being answered right now (here or by another worker), or its worker died: over
+                # HTTP, no acknowledgement, so Slack asks again later and the answer is certain
+                log.info("%s delivered again (retry %s) while being answered", key, retry)
+                if req.mode == "http":
+                    return BoltResponse(status=503, body="")
+                return BoltResponse(status=200, body="")
+            req.context[DELIVERY] = key
         return await next()
 
 
@@ -262,12 +277,19 @@ class SlackBot:
         ``timeout`` seconds."""
         await drain_tasks(self._tasks, timeout, what="replies", log=log)
 
-    def _spawn(self, work: Coroutine[Any, Any, None], what: str) -> None:
-        task = asyncio.get_running_loop().create_task(self._guarded(work, what))
+    async def _spawn(
+        self, work: Coroutine[Any, Any, None], what: str, context: Mapping[str, Any]
+    ) -> None:
+        """Answer in a tracked task; return when it is done, or after :data:`ACK_BUDGET`."""
+        key = context.get(DELIVERY)
+        task = asyncio.get_running_loop().create_task(self._guarded(work, what, key))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+        await asyncio.wait({task}, timeout=ACK_BUDGET)
 
-    async def _guarded(self, work: Coroutine[Any, Any, None], what: str) -> None:
+    async def _guarded(
+        self, work: Coroutine[Any, Any, None], what: str, key: str | None = None
+    ) -> None:
         try:
             await work
         except SlackApiError as error:
@@ -276,25 +298,42 @@ class SlackBot:
             )
         except Exception:
             log.exception("answering %s failed", what)
+        if key is not None:
+            try:
+                await self.recent.done(key)
+            except Exception:
+                log.exception("state store failed; %s is not marked answered", key)
 
     # --- listeners: hand over and return ---------------------------------------------------------
 
     async def _on_message(self, event: dict[str, Any], context: AsyncBoltContext) -> None:
-        self._spawn(self._answer_event(event, context.bot_user_id, mention=False), "a message")
+        work = self._answer_event(event, context.bot_user_id, mention=False)
+        await self._spawn(work, "a message", context)
 
     async def _on_mention(self, event: dict[str, Any], context: AsyncBoltContext) -> None:
-        self._spawn(self._answer_event(event, context.bot_user_id, mention=True), "a mention")
+        work = self._answer_event(event, context.bot_user_id, mention=True)
+        await self._spawn(work, "a mention", context)
 
     async def _on_command(
-        self, ack: AsyncAck, command: dict[str, Any], respond: AsyncRespond
+        self,
+        ack: AsyncAck,
+        command: dict[str, Any],
+        respond: AsyncRespond,
+        context: AsyncBoltContext,
     ) -> None:
-        self._spawn(self._answer_command(command, respond), f"{command.get('command')}")
+        work = self._answer_command(command, respond)
+        await self._spawn(work, f"{command.get('command')}", context)
         await ack()
 
     async def _on_button(
-        self, ack: AsyncAck, body: dict[str, Any], action: dict[str, Any], respond: AsyncRespond
+        self,
+        ack: AsyncAck,
+        body: dict[str, Any],
+        action: dict[str, Any],
+        respond: AsyncRespond,
+        context: AsyncBoltContext,
     ) -> None:
-        self._spawn(self._answer_button(body, action, respond), "a button")
+        await self._spawn(self._answer_button(body, action, respond), "a button", context)
         await ack()
 
     # --- answers ---------------------------------------------------------------------------------

@@ -67,7 +67,7 @@ from coterie_telegram.buttons import (
 )
 from coterie_telegram.commands import CommandWords, menu, read_text
 from coterie_telegram.html import HTML, MAX_CAPTION, escape, split_html, truncate_html, visible_text
-from coterie_telegram.records import ExpiringRecord
+from coterie_telegram.records import SeenIds
 from coterie_telegram.settings import Credentials, TelegramSettings
 
 log = logging.getLogger("coterie.telegram")
@@ -253,7 +253,7 @@ class TelegramBot:
         self.settings = settings
         self.credentials = credentials
         self.bot = bot or make_bot(settings, credentials)
-        self.seen = ExpiringRecord(
+        self.seen = SeenIds(
             core.state,
             UPDATES_NAMESPACE,
             credentials.bot_id,

@@ -4,8 +4,9 @@ answered once) and the buttons of recent replies.
 Each :class:`ExpiringRecord` is *one* value in the :class:`~coterie.state.StateStore` (a JSON
 object of entries), so its size is bounded however long the bot runs, also in a persistent
 store: entries expire after ``ttl`` seconds and the oldest go first beyond ``max_entries``.
-Reads and writes of one record are serialised by a lock, so within one process a check-and-set
-(:meth:`ExpiringRecord.add`, :meth:`ExpiringRecord.pop`) is atomic.
+Reads and writes of one record are serialised by a lock within one process, and a check-and-set
+(:meth:`ExpiringRecord.add`, :meth:`ExpiringRecord.pop`) runs in one store transaction locked on
+the record, so it is atomic across worker processes sharing a PostgreSQL store too.
 """
 
 from __future__ import annotations
@@ -40,10 +41,11 @@ class ExpiringRecord:
         self._max = max_entries
         self._clock = clock
         self._lock = asyncio.Lock()
+        self._lock_key = f"{namespace}:{key}"
 
-    async def _load(self, now: float) -> dict[str, list[Any]]:
+    async def _load(self, now: float, source: Any = None) -> dict[str, list[Any]]:
         """The live entries, oldest first: ``{key: [expires_at, value]}``."""
-        stored = await self._store.get(self._namespace, self._key)
+        stored = await (source or self._store).get(self._namespace, self._key)
         entries: dict[str, list[Any]] = {}
         if isinstance(stored, dict):
             for key, entry in stored.items():
@@ -56,23 +58,23 @@ class ExpiringRecord:
                     entries[str(key)] = entry
         return entries
 
-    async def _save(self, entries: dict[str, list[Any]]) -> None:
+    async def _save(self, entries: dict[str, list[Any]], target: Any) -> None:
         while len(entries) > self._max:
             del entries[next(iter(entries))]
         if entries:
-            await self._store.set(self._namespace, self._key, entries)
+            await target.set(self._namespace, self._key, entries)
         else:
-            await self._store.delete(self._namespace, self._key)
+            await target.delete(self._namespace, self._key)
 
     async def add(self, key: str, value: Any = True) -> bool:
         """Store ``value`` under ``key`` unless a live entry is there; true if it was stored."""
-        async with self._lock:
+        async with self._lock, self._store.transaction(lock=self._lock_key) as tx:
             now = self._clock()
-            entries = await self._load(now)
+            entries = await self._load(now, tx)
             if key in entries:
                 return False
             entries[key] = [now + self._ttl, value]
-            await self._save(entries)
+            await self._save(entries, tx)
             return True
 
     async def get(self, key: str) -> Any | None:
@@ -84,14 +86,90 @@ class ExpiringRecord:
     async def pop(self, key: str) -> Any | None:
         """Remove and return the live value under ``key`` (``None`` if there is none): only one
         of several callers racing for the same key gets it."""
-        async with self._lock:
-            entries = await self._load(self._clock())
+        async with self._lock, self._store.transaction(lock=self._lock_key) as tx:
+            entries = await self._load(self._clock(), tx)
             entry = entries.pop(key, None)
             if entry is not None:
-                await self._save(entries)
+                await self._save(entries, tx)
         return None if entry is None else entry[1]
 
     async def size(self) -> int:
         """How many live entries there are."""
         async with self._lock:
             return len(await self._load(self._clock()))
+
+
+class SeenIds:
+    """Ids seen in the last ``ttl`` seconds, one entry each in the store (namespace ``namespace``,
+    key ``PREFIX:ID``), for checks made on every update: :meth:`add` touches one small row in a
+    transaction locked on that id, so workers sharing a PostgreSQL store neither queue on one
+    record nor lose each other's ids. At most every ``prune_interval`` seconds a process removes
+    the expired ids and, beyond ``max_entries``, the oldest."""
+
+    def __init__(
+        self,
+        store: StateStore,
+        namespace: str,
+        prefix: str,
+        *,
+        ttl: float,
+        max_entries: int,
+        prune_interval: float = 300.0,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        if ttl <= 0 or max_entries < 1:
+            raise ValueError("ttl and max_entries must be positive")
+        self._store = store
+        self._namespace = namespace
+        self._prefix = f"{prefix}:"
+        self._ttl = ttl
+        self._max = max_entries
+        self._prune_interval = prune_interval
+        self._clock = clock
+        self._pruned_at: float | None = None
+        self._pruning = asyncio.Lock()
+
+    def _seen_at(self, value: Any, now: float) -> float | None:
+        at = value.get("at") if isinstance(value, dict) else None
+        if isinstance(at, int | float) and not isinstance(at, bool) and now - at < self._ttl:
+            return float(at)
+        return None
+
+    async def add(self, key: str) -> bool:
+        """Record ``key``; true unless it was seen within ``ttl`` (by any process)."""
+        now = self._clock()
+        full = self._prefix + key
+        async with self._store.transaction(lock=f"{self._namespace}:{full}") as tx:
+            if self._seen_at(await tx.get(self._namespace, full), now) is not None:
+                return False
+            await tx.set(self._namespace, full, {"at": now})
+        if self._pruned_at is None:
+            self._pruned_at = now
+        elif now - self._pruned_at >= self._prune_interval and not self._pruning.locked():
+            await self.prune()
+        return True
+
+    async def prune(self) -> int:
+        """Remove the expired ids and the oldest beyond ``max_entries``; how many went."""
+        async with self._pruning:
+            now = self._clock()
+            self._pruned_at = now
+            removed = 0
+            async with self._store.transaction() as tx:
+                ages: list[tuple[float, str]] = []
+                for full in await tx.keys(self._namespace, self._prefix):
+                    at = self._seen_at(await tx.get(self._namespace, full), now)
+                    if at is None:
+                        await tx.delete(self._namespace, full)
+                        removed += 1
+                    else:
+                        ages.append((at, full))
+                ages.sort()
+                for _, full in ages[: max(0, len(ages) - self._max)]:
+                    await tx.delete(self._namespace, full)
+                    removed += 1
+            return removed
+
+    async def size(self) -> int:
+        """How many ids are recorded (expired ones not yet pruned included)."""
+        return len(await self._store.keys(self._namespace, self._prefix))

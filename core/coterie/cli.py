@@ -89,6 +89,9 @@ def cmd_chat(args: argparse.Namespace) -> int:
 def cmd_run(args: argparse.Namespace) -> int:
     config = _config(args.config)
     setup_logging(config, log_format=args.log_format)
+    from coterie.ops import apply_port_offset, serve_ops
+
+    port_offset = apply_port_offset(config)
     app = _app(config)
     names = config.enabled_adapters()
     if not names:
@@ -97,9 +100,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     async def main() -> None:
         app.state = await _open_store(config)
         await app.start()
+        ops = await serve_ops(app, names, port_offset=port_offset)
         try:
             await app.run_adapters(names)
         finally:
+            if ops is not None:
+                await ops.stop()
             await app.stop()
 
     with contextlib.suppress(KeyboardInterrupt):

@@ -163,6 +163,16 @@ class StateConfig(_Strict):
         return value
 
 
+class OpsConfig(_Strict):
+    """``[ops]``: the health and metrics endpoint of ``coterie run`` (``/healthz``, ``/metrics``;
+    ``docs/deploy.md``). Off unless enabled; it listens on loopback unless told otherwise."""
+
+    enabled: bool = False
+    host: str = Field(default="127.0.0.1", min_length=1)
+    #: ``0`` picks a free port; several workers: ``$COTERIE_PORT_OFFSET`` is added to it
+    port: int = Field(default=9464, ge=0, le=65535)
+
+
 class Config(_Strict):
     """The whole configuration file."""
 
@@ -174,6 +184,7 @@ class Config(_Strict):
     data_dir: str = "data"
     log_level: str = Field(default="INFO", pattern=r"^(DEBUG|INFO|WARNING|ERROR)$")
     state: StateConfig = Field(default_factory=lambda: StateConfig())
+    ops: OpsConfig = Field(default_factory=lambda: OpsConfig())
     #: the directory of the config file (relative paths are resolved against it); ``None``:
     #: the built-in defaults or a parsed table, resolved against the working directory
     _base_dir: Path | None = PrivateAttr(default=None)
