@@ -5,14 +5,14 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 CONFIG ?= config/coterie.toml
 
-.PHONY: run test lint typecheck unit install peers clean bench fuzz postgres
+.PHONY: run test lint typecheck unit install peers clean bench fuzz postgres nginx
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
 $(STAMP): $(BIN)/python pyproject.toml examples/coterie-house-rules/pyproject.toml
-	$(BIN)/pip install --quiet -e ".[test,lint,slack,telegram,matrix,charts]"
+	$(BIN)/pip install --quiet -e ".[test,lint,slack,telegram,matrix,charts,bench]"
 	$(BIN)/pip install --quiet -e examples/coterie-house-rules
 	touch $(STAMP)
 
@@ -41,7 +41,15 @@ postgres:
 	  else sudo -n sh -c 'apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql'; fi; } || \
 	{ echo "make postgres: cannot install PostgreSQL (apt-get install postgresql as root)"; exit 1; }
 
-peers: $(SYNAPSE_STAMP) $(NODE_STAMP) postgres
+# ... and Debian's nginx: tests/nginx.py runs a throwaway one on 127.0.0.1 (deploy/nginx.conf)
+# in front of several `coterie run` workers (tests/test_scale.py, bench/scale.py).
+nginx:
+	@command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || \
+	{ if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx; \
+	  else sudo -n sh -c 'apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx'; fi; } || \
+	{ echo "make nginx: cannot install nginx (apt-get install nginx as root)"; exit 1; }
+
+peers: $(SYNAPSE_STAMP) $(NODE_STAMP) postgres nginx
 
 install: $(STAMP)
 
@@ -63,8 +71,11 @@ unit: $(STAMP) peers
 bench: $(STAMP) peers
 	$(BIN)/pip install --quiet -e ".[bench]"
 	$(BIN)/python bench/core_roll.py
+	$(BIN)/python bench/throughput.py
+	$(BIN)/python bench/memory.py
 	$(BIN)/python bench/odds.py
 	$(BIN)/python bench/matrix_latency.py
+	$(BIN)/python bench/scale.py
 
 # Long fuzzing of the chat path with atheris (libFuzzer); FUZZ_SECONDS bounds the run.
 FUZZ_SECONDS ?= 300

@@ -1,53 +1,122 @@
 """Core command path benchmark: coterie's whole `!roll 7 6` against d20.roll("7d10").
 
-coterie: parse the message -> build the request -> roll (OS RNG) -> evaluate -> render the reply
-tree -> encode it as plain text and as Markdown. Peer: Avrae's d20 library, which only parses and
-rolls. Floor: os.urandom for 7 bytes. Prints medians of repeated timed batches and the ratio.
-Run: make bench
+coterie: ``Coterie.handle`` as an adapter calls it — room settings, routing, rate limiting, parse
+the message -> build the request -> roll (OS RNG) -> evaluate -> log the roll (with its expected
+successes) -> render the reply tree -> reply-size limit -> metrics and the chat log line — then
+encode the reply as plain text and as Markdown. Peer: Avrae's d20 library, which only parses and
+rolls. Floor: os.urandom for 7 bytes. Prints medians of repeated timed batches, the ratio, and
+where coterie's time goes (each stage timed on its own).
+
+Two figures for coterie: awaited inside a running event loop (how every adapter calls it), and
+through ``loop.run_until_complete`` per call (the loop's own cost added, ~15 µs; the figure
+earlier runs reported).
+
+Run: make bench   (or .venv/bin/python bench/core_roll.py [--quick])
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import os
-import platform
 import statistics
 import sys
 import time
-from collections.abc import Callable
-from datetime import UTC, datetime
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import d20
+from common import BENCH_RATE, header
 
 from coterie.app import Coterie
+from coterie.commands import CommandContext, parse_requests
 from coterie.config import Config
 from coterie.encode import to_markdown, to_plain
+from coterie.limits import limit_reply
 from coterie.message import Message
 
-BATCH = 2000
-REPEATS = 15
+USERS = 100  # messages come from this many users, so no user's bucket runs dry
 
 
-def per_call(fn: Callable[[], object]) -> float:
-    """Median seconds per call over REPEATS batches of BATCH calls."""
+def per_call(fn: Callable[[], object], batch: int, repeats: int) -> float:
+    """Median seconds per call over ``repeats`` batches of ``batch`` calls."""
     samples = []
-    for _ in range(REPEATS):
+    for _ in range(repeats):
         start = time.perf_counter()
-        for _ in range(BATCH):
+        for _ in range(batch):
             fn()
-        samples.append((time.perf_counter() - start) / BATCH)
+        samples.append((time.perf_counter() - start) / batch)
     return statistics.median(samples)
 
 
+def per_await(
+    loop: asyncio.AbstractEventLoop, fn: Callable[[], Awaitable[object]], batch: int, repeats: int
+) -> float:
+    """Median seconds per awaited call, timed inside one running event loop."""
+
+    async def run() -> float:
+        samples = []
+        for _ in range(repeats):
+            start = time.perf_counter()
+            for _ in range(batch):
+                await fn()
+            samples.append((time.perf_counter() - start) / batch)
+        return statistics.median(samples)
+
+    return loop.run_until_complete(run())
+
+
+def interleaved(
+    loop: asyncio.AbstractEventLoop,
+    sides: list[Callable[[], object] | Callable[[], Awaitable[object]]],
+    asynchronous: list[bool],
+    batch: int,
+    repeats: int,
+) -> list[float]:
+    """Median seconds per call of each side, their batches taking turns (so a machine whose
+    load changes during the run slows every side alike)."""
+    samples: list[list[float]] = [[] for _ in sides]
+    for _ in range(repeats):
+        for index, (fn, is_async) in enumerate(zip(sides, asynchronous, strict=True)):
+            if is_async:
+                samples[index].append(per_await(loop, fn, batch, 1))  # type: ignore[arg-type]
+            else:
+                samples[index].append(per_call(fn, batch, 1))
+    return [statistics.median(side) for side in samples]
+
+
+def make_app() -> Coterie:
+    return Coterie(
+        Config.model_validate({"plugins": {"enable": ["revised"]}, "limits": {"rate": BENCH_RATE}})
+    )
+
+
 def main() -> None:
-    app = Coterie(Config.model_validate({"plugins": {"enable": ["revised"]}}))
-    message = Message(platform="bench", room="r", user="u", text="!roll 7 6")
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="a few small batches (smoke test)")
+    args = parser.parse_args()
+    batch, repeats = (200, 3) if args.quick else (2000, 15)
+
+    app = make_app()
+    messages = [
+        Message(platform="bench", room="r", user=f"u{i}", text="!roll 7 6") for i in range(USERS)
+    ]
+    turn = iter(range(10**12))
     loop = asyncio.new_event_loop()
 
-    def coterie_roll() -> str:
-        reply = loop.run_until_complete(app.handle(message))
-        assert reply is not None and not reply.is_error
+    def next_message() -> Message:
+        return messages[next(turn) % USERS]
+
+    async def coterie_awaited() -> str:
+        reply = await app.handle(next_message())
+        assert reply is not None and not reply.is_error, reply
         return to_plain(reply.body) + to_markdown(reply.body)
+
+    def coterie_blocking() -> str:
+        return loop.run_until_complete(coterie_awaited())
 
     def d20_roll() -> object:
         return d20.roll("7d10")
@@ -55,18 +124,89 @@ def main() -> None:
     def floor() -> bytes:
         return os.urandom(7)
 
-    coterie_roll()  # warm up caches and imports
-    ours, peer, entropy = per_call(coterie_roll), per_call(d20_roll), per_call(floor)
-    print(f"# core roll benchmark — {datetime.now(UTC):%Y-%m-%d %H:%M} UTC")
-    print(
-        f"# {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
-        f"Python {sys.version.split()[0]}, median of {REPEATS} batches x {BATCH} calls"
+    for _ in range(300):  # warm up caches and imports
+        coterie_blocking()
+    ours, peer, blocking, entropy = interleaved(
+        loop,
+        [coterie_awaited, d20_roll, coterie_blocking, floor],
+        [True, False, False, False],
+        batch,
+        repeats,
     )
-    print(f"coterie !roll 7 6 (parse+roll+render+2 encodings): {ours * 1e6:8.1f} µs")
-    print(f"d20.roll('7d10') (parse+roll):                     {peer * 1e6:8.1f} µs")
-    print(f"os.urandom(7) (entropy floor):                      {entropy * 1e6:8.1f} µs")
-    print(f"ratio coterie / d20: {ours / peer:.2f}x (target <= 1.0x)")
+
+    detail = f"median of {repeats} batches x {batch} calls, the sides' batches taking turns"
+    print(header("core roll benchmark", detail))
+    print(f"coterie !roll 7 6, awaited in a running loop:        {ours * 1e6:8.1f} µs")
+    print(f"coterie !roll 7 6, loop.run_until_complete per call: {blocking * 1e6:8.1f} µs")
+    print(f"d20.roll('7d10') (parse+roll):                       {peer * 1e6:8.1f} µs")
+    print(f"os.urandom(7) (entropy floor):                       {entropy * 1e6:8.1f} µs")
+    print(f"ratio coterie / d20: {ours / peer:.2f}x awaited, {blocking / peer:.2f}x blocking")
+    print("# target <= 1.0x")
+    print("# where coterie's time goes (each stage alone, in a running loop, median µs per call):")
+    for name, seconds in stages(app, loop, messages[0], batch, repeats):
+        print(f"  {name:<44} {seconds * 1e6:7.1f}")
     loop.close()
+
+
+def stages(
+    app: Coterie, loop: asyncio.AbstractEventLoop, message: Message, batch: int, repeats: int
+) -> list[tuple[str, float]]:
+    """Each stage of the path timed alone on the same message."""
+    room = message.room_key
+    settings = loop.run_until_complete(app.room_settings(room))
+    route = app._route(message, settings)
+    assert route is not None and route.command is not None
+    context = CommandContext(app, message, route.line, settings, route.variant, app.dice)
+    requests = parse_requests(context)
+    variant = route.variant
+    outcome = variant.roll(requests[0], app.dice)
+    reply = loop.run_until_complete(app.handle(message))
+    assert reply is not None
+    body = reply.body
+
+    async def settings_read() -> object:
+        return await app.room_settings(room)
+
+    async def transaction() -> None:
+        async with app.state.transaction(lock=room):
+            pass
+
+    async def log_roll() -> None:
+        async with app.state.transaction(lock=room) as tx:
+            context.tx = tx
+            await context._log(requests[0], outcome)
+        context.tx = None
+
+    async def nothing() -> None:
+        return None
+
+    def in_loop(fn: Callable[[], Awaitable[object]]) -> Callable[[], float]:
+        return lambda: per_await(loop, fn, batch, 1)
+
+    def limit() -> bool:
+        return limit_reply(reply, app.config.limits.max_reply_length)
+
+    def observe() -> None:
+        app.metrics.observe(platform="bench", command="roll", seconds=0.001, error=False)
+
+    waited: list[tuple[str, Callable[[], float]]] = [
+        ("room settings (store read + memo)", in_loop(settings_read)),
+        ("room transaction (empty)", in_loop(transaction)),
+        ("room transaction + roll log record", in_loop(log_roll)),
+    ]
+    timed: list[tuple[str, Callable[[], Any]]] = [
+        ("(loop.run_until_complete round trip)", lambda: loop.run_until_complete(nothing())),
+        ("route (split command, find it)", lambda: app._route(message, settings)),
+        ("parse + build request", lambda: parse_requests(context)),
+        ("roll 7 dice + evaluate", lambda: variant.roll(requests[0], app.dice)),
+        ("render (compose the reply tree)", lambda: variant.compose([outcome], "u", None)),
+        ("reply-size limit (plain length)", limit),
+        ("metrics observe", observe),
+        ("encode plain", lambda: to_plain(body)),
+        ("encode Markdown", lambda: to_markdown(body)),
+    ]
+    out = [(name, statistics.median(fn() for _ in range(repeats))) for name, fn in waited]
+    return out + [(name, per_call(fn, batch, repeats)) for name, fn in timed]
 
 
 if __name__ == "__main__":

@@ -8,7 +8,7 @@ import inspect
 import logging
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from coterie.adapters import Adapter
 from coterie.commands import Command, CommandContext, new_roll_id
@@ -18,18 +18,24 @@ from coterie.elements import (
     BR,
     NODE_TYPES,
     Actions,
+    Bold,
     Button,
+    Code,
+    Die,
+    Italic,
+    LineBreak,
     Node,
     Reply,
+    Strike,
     Text,
     code,
     roll_footer,
-    walk,
 )
 from coterie.errors import ConfigError, UsageError
 from coterie.grammar import CommandLine, localise, shorten, split_command, suggest
 from coterie.limits import limit_reply
 from coterie.message import Message
+from coterie.metrics import Metrics
 from coterie.plugins import PluginHost
 from coterie.ratelimit import RateLimiter, describe_wait
 from coterie.rules import RoomSettings, Variant
@@ -41,6 +47,8 @@ chat_log = logging.getLogger("coterie.chat")
 
 #: state namespace of room settings changed from chat (``!set``, ``!variant NAME``)
 ROOM_SETTINGS = "coterie.rooms"
+#: rooms whose merged settings :meth:`Coterie.room_settings` keeps (oldest dropped first)
+SETTINGS_MEMO_SIZE = 1024
 #: state namespace of a room's sessions: ``{"current": {...} | None, "history": [...]}``
 SESSIONS = "coterie.sessions"
 
@@ -78,6 +86,12 @@ class Coterie:
         self.adapter_classes: dict[str, type[Adapter]] = {}
         #: per-user and per-room token buckets (``[limits.rate]``); tests may swap its clock
         self.rate_limiter = RateLimiter(config.limits.rate)
+        #: Prometheus counters and the latency histogram (``/metrics``, :mod:`coterie.ops`)
+        self.metrics = Metrics()
+        #: chat-made room settings changes so far (``handle`` re-reads settings after one)
+        self._room_writes = 0
+        #: room key → (stored chat changes, config, the settings merged from them), bounded
+        self._settings_memo: dict[str, tuple[dict[str, Any], Config, RoomSettings]] = {}
         self._collect()
         self._check_config()
 
@@ -201,6 +215,7 @@ class Coterie:
         delay = self.restart_delay
         while True:
             adapter = cls(self, self.config.adapters.get(name, {}))
+            self.metrics.adapter_started(name, adapter)
             started = time.monotonic()
             try:
                 await adapter.run()
@@ -224,7 +239,23 @@ class Coterie:
 
         A configured ``default_difficulty`` belongs to the rule set its table configures (a
         difficulty means different things in different rule sets): a room that switched to
-        another rule set uses that one's own default."""
+        another rule set uses that one's own default.
+
+        The merge is memoised per room on the stored changes it was made from (compared on every
+        call), so a change from any process sharing the store shows at once: only the store read
+        is done per call, and with :class:`~coterie.state.MemoryStore` that costs a copy."""
+        source = store if store is not None else self.state
+        stored = await source.get(ROOM_SETTINGS, room_key) or {}
+        memo = self._settings_memo.get(room_key)
+        if memo is not None and memo[1] is self.config and memo[0] == stored:
+            return memo[2]
+        settings = self._merge_settings(room_key, dict(stored))
+        if len(self._settings_memo) >= SETTINGS_MEMO_SIZE:
+            self._settings_memo.pop(next(iter(self._settings_memo)))
+        self._settings_memo[room_key] = (stored, self.config, settings)
+        return settings
+
+    def _merge_settings(self, room_key: str, stored: dict[str, Any]) -> RoomSettings:
         merged: dict[str, Any] = {"variant": self.config.default_variant, "prefix": "!"}
         difficulty_for: str | None = None
         house: dict[str, bool | int] = {}
@@ -238,8 +269,6 @@ class Coterie:
             if room.default_difficulty is not None:
                 difficulty_for = merged["variant"]
             house.update(room.house_rules)
-        source = store if store is not None else self.state
-        stored = await source.get(ROOM_SETTINGS, room_key) or {}
         house.update(stored.pop("house_rules", {}))
         merged.update({k: v for k, v in stored.items() if k in ("variant", "prefix")})
         if stored.get("default_difficulty") is not None:
@@ -257,6 +286,7 @@ class Coterie:
         """Persist a chat-made change to a room's settings (through ``store``: a command's
         transaction, by default the app's store). A value of ``None`` removes the change."""
         target = store if store is not None else self.state
+        self._room_writes += 1
         stored = await target.get(ROOM_SETTINGS, room_key) or {}
         stored.update(changes)
         stored = {k: v for k, v in stored.items() if v is not None}
@@ -287,9 +317,14 @@ class Coterie:
         ``coterie.chat`` with the platform, room and user ids, the command and the duration —
         never the message text."""
         started = time.perf_counter()
-        command = await self._command_name(message)
+        # the room's settings are read once per message (and again only when the command changed
+        # them, for the buttons below): with a database store each read is a query
+        settings = await self.room_settings(message.room_key)
+        route = self._route(message, settings)
+        command = _command_name(route)
         reply: Reply | None = None
         limited = False
+        writes = self._room_writes
         if command is not None:
             verdict = self.rate_limiter.check(
                 message.platform, message.room_key, message.user, command
@@ -303,15 +338,23 @@ class Coterie:
                 )
                 reply.ephemeral = True
         if not limited:
-            reply = await self._answer(message)
+            reply = await self._answer(message, route)
         if reply is not None:
-            prefix = (await self.room_settings(message.room_key)).prefix
-            reply.body = [_localise_buttons(node, prefix) for node in reply.body]
+            if self._room_writes != writes:  # the command changed room settings (`!set prefix`)
+                settings = await self.room_settings(message.room_key)
+            if settings.prefix != "!":  # buttons are written with "!": only another prefix
+                reply.body = [_localise_buttons(node, settings.prefix) for node in reply.body]
             await self.host.call_async(
                 "coterie_before_reply", app=self, message=message, reply=reply
             )
             limit_reply(reply, self.config.limits.max_reply_length)
         if command is not None:
+            self.metrics.observe(
+                platform=message.platform,
+                command=command,
+                seconds=time.perf_counter() - started,
+                error=reply is not None and reply.is_error,
+            )
             chat_log.log(
                 logging.INFO if reply is not None else logging.DEBUG,
                 "command %s",
@@ -328,37 +371,17 @@ class Coterie:
             )
         return reply
 
-    async def _command_name(self, message: Message) -> str | None:
-        """The command a message calls, ``(unknown)`` for an unknown one with the room's prefix,
-        ``None`` for ordinary talk — what :meth:`_answer` decides, before anything runs."""
-        settings = await self.room_settings(message.room_key)
-        variant = self.variants[settings.variant]
-        prefixes = [settings.prefix, *variant.extra_prefixes]
-        text = message.text.lstrip()
-        if message.addressed and not text.startswith(tuple(prefixes)):
-            text = settings.prefix + text
-        if not text.startswith(tuple(prefixes)):
-            return None
-        too_long = len(text) > self.config.limits.max_message_length
-        line = split_command(text[:200] if too_long else text, prefixes)
-        if line is None:
-            return None
-        found = self.find_command(line.command, variant.name)
-        if found is not None:
-            return found.name
-        return "(unknown)" if line.prefix == settings.prefix else None
-
-    async def _answer(self, message: Message) -> Reply | None:
-        settings = await self.room_settings(message.room_key)
-        limits = self.config.limits
+    def _route(self, message: Message, settings: RoomSettings) -> _Route | None:
+        """Where a message goes in a room with ``settings``: ``None`` for ordinary talk, else its
+        command line and the command it calls (``None`` for an unknown one)."""
         text = message.text
         variant = self.variants[settings.variant]
-        prefixes = [settings.prefix, *variant.extra_prefixes]
-        if message.addressed and not text.lstrip().startswith(tuple(prefixes)):
+        prefixes = (settings.prefix, *variant.extra_prefixes)
+        if message.addressed and not text.lstrip().startswith(prefixes):
             text = settings.prefix + text.lstrip()
-        if not text.lstrip().startswith(tuple(prefixes)):
+        if not text.lstrip().startswith(prefixes):
             return None
-        too_long = len(text) > limits.max_message_length
+        too_long = len(text) > self.config.limits.max_message_length
         # an over-long message is not parsed: its first words only serve to name the command
         line = split_command(text[:200] if too_long else text, prefixes)
         if line is None:
@@ -366,6 +389,15 @@ class Coterie:
         command = self.find_command(line.command, variant.name)
         if command is None and line.prefix != settings.prefix:
             return None  # "?what now" in a room where "?" also works: ordinary talk, not for us
+        return _Route(settings, variant, text, too_long, line, command)
+
+    async def _answer(self, message: Message, route: _Route | None = None) -> Reply | None:
+        if route is None:
+            route = self._route(message, await self.room_settings(message.room_key))
+            if route is None:
+                return None
+        settings, variant, text, too_long, line, command = route
+        limits = self.config.limits
         if too_long:
             return error_reply(
                 f"that message is {len(text)} characters long; "
@@ -433,10 +465,24 @@ class Coterie:
             result = await result
         reply = result if isinstance(result, Reply) else Reply(list(result))
         reply.body = [Text(node) if isinstance(node, str) else node for node in reply.body]
-        for node in walk(reply.body):
-            if not isinstance(node, NODE_TYPES):
-                raise TypeError(f"a reply may hold only elements, not {node!r}")
+        _check_elements(reply.body)
         return reply
+
+
+#: element types without children, checked by exact type first (the common case)
+_LEAVES = frozenset({Text, Die, LineBreak, Code})
+
+
+def _check_elements(nodes: Sequence[Node]) -> None:
+    """Refuse a reply tree holding anything but elements (what ``walk`` visits, without its
+    generators: this runs on every reply)."""
+    for node in nodes:
+        if type(node) in _LEAVES:
+            continue
+        if isinstance(node, Bold | Italic | Strike):
+            _check_elements(node.children)
+        elif not isinstance(node, NODE_TYPES):
+            raise TypeError(f"a reply may hold only elements, not {node!r}")
 
 
 async def current_session(store: StateStore | Transaction, room_key: str) -> str | None:
@@ -444,6 +490,25 @@ async def current_session(store: StateStore | Transaction, room_key: str) -> str
     sessions = await store.get(SESSIONS, room_key) or {}
     current = sessions.get("current")
     return str(current["id"]) if current else None
+
+
+class _Route(NamedTuple):
+    """A message for the bot, as :meth:`Coterie._route` read it."""
+
+    settings: RoomSettings
+    variant: Variant[Any, Any]
+    text: str
+    too_long: bool
+    line: CommandLine
+    command: Command | None
+
+
+def _command_name(route: _Route | None) -> str | None:
+    """The command a message calls, ``(unknown)`` for an unknown one with the room's prefix,
+    ``None`` for ordinary talk (the name rate limits, metrics and the chat log use)."""
+    if route is None:
+        return None
+    return route.command.name if route.command is not None else "(unknown)"
 
 
 def _with_plugin(command: Command, plugin: str) -> Command:

@@ -110,8 +110,32 @@ def shorten_request(text: str, limit: int = 300) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+#: requests whose expected successes :func:`expected_successes` keeps (oldest dropped first)
+EXPECTED_CACHE_SIZE = 4096
+_expected_cache: dict[tuple[type, str, Any], float | None] = {}
+
+
 def expected_successes(variant: Variant[Any, Any], request: Any) -> float | None:
-    """The mean ``successes`` of ``request`` from the odds engine, when it can tell cheaply."""
+    """The mean ``successes`` of ``request`` from the odds engine, when it can tell cheaply.
+
+    Remembered per (rule set, request) for requests that can be hashed (every built-in rule
+    set's): the odds engine caches its tables, but wrapping one up into a distribution for the
+    request still costs tens of microseconds, on every roll."""
+    try:
+        key = (type(variant), variant.name, request)
+        return _expected_cache[key]
+    except TypeError:  # an unhashable request: worked out every time
+        return _expected(variant, request)
+    except KeyError:
+        pass
+    value = _expected(variant, request)
+    if len(_expected_cache) >= EXPECTED_CACHE_SIZE:
+        _expected_cache.pop(next(iter(_expected_cache)))
+    _expected_cache[key] = value
+    return value
+
+
+def _expected(variant: Variant[Any, Any], request: Any) -> float | None:
     try:
         if variant.dice_count(request) > EXPECTED_MAX_DICE:
             return None

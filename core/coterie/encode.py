@@ -8,7 +8,6 @@ console when piped) and Markdown are defined here.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from typing import ClassVar
 
@@ -34,9 +33,18 @@ class Encoder:
         return self.finish(self.join(nodes))
 
     def join(self, nodes: Iterable[Node]) -> str:
-        return "".join(self.node(node) for node in nodes)
+        node = self.node
+        return "".join([node(item) for item in nodes])
 
     def node(self, node: Node) -> str:
+        # the commonest element types by exact type first (this runs for every element of every
+        # reply, once per encoding); subclasses of the element types reach the checks below
+        if type(node) is Text:
+            return self.text(node.text)
+        if type(node) is Die:
+            return self.die(node)
+        if type(node) is LineBreak:
+            return self.line_break()
         if isinstance(node, Text):
             return self.text(node.text)
         if isinstance(node, Bold):
@@ -88,12 +96,14 @@ class Encoder:
         return "\n".join(part.rstrip() for part in out.rstrip("\n").split("\n"))
 
 
-_MD_SPECIAL = re.compile(r"([\\`*_~\[\]()<>#|!{}+\-.])")
+#: characters Markdown could read as markup, each escaped with a backslash: a translation table
+#: (``str.translate`` is several times faster than a regular expression on a reply's short texts)
+_MD_ESCAPES = str.maketrans({char: "\\" + char for char in "\\`*_~[]()<>#|!{}+-."})
 
 
 def escape_markdown(value: str) -> str:
     """Backslash-escape every character Markdown could read as markup."""
-    return _MD_SPECIAL.sub(r"\\\1", value)
+    return value.translate(_MD_ESCAPES)
 
 
 class MarkdownEncoder(Encoder):

@@ -12,6 +12,7 @@ import difflib
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Literal
 
 from coterie.errors import UsageError
@@ -199,10 +200,17 @@ class Grammar:
         return None
 
     def option(self, word: str) -> Option | None:
+        return self._option_index.get(word)
+
+    @cached_property
+    def _option_index(self) -> dict[str, Option]:
+        """Each option by each of its names (the first option to claim a name keeps it), built
+        once per grammar: :meth:`option` runs for every word of every command."""
+        index: dict[str, Option] = {}
         for option in self.options:
-            if word in option.names:
-                return option
-        return None
+            for name in option.names:
+                index.setdefault(name, option)
+        return index
 
     def vocabulary(self) -> list[str]:
         words = [name for option in self.options for name in option.names]

@@ -15,7 +15,7 @@ import logging
 import threading
 import time
 from collections import Counter, deque
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib.metadata import EntryPoint, entry_points
 from typing import Any
@@ -125,9 +125,9 @@ class PluginHost:
         self.failure_counts[plugin] += 1
         log.error("plugin %s failed in %s: %s", plugin, where, message, exc_info=error)
 
-    def _impls(self, hook: str) -> Iterable[pluggy.HookImpl]:
+    def _impls(self, hook: str) -> list[pluggy.HookImpl]:
         caller: pluggy.HookCaller = getattr(self.pm.hook, hook)
-        return reversed(caller.get_hookimpls())
+        return caller.get_hookimpls()[::-1]
 
     def call(self, hook: str, **kwargs: Any) -> list[tuple[str, Any]]:
         """Call each implementation of ``hook`` on its own; return ``(plugin, result)`` pairs
@@ -150,8 +150,11 @@ class PluginHost:
         ones before it changed). The synchronous implementations of :data:`PER_MESSAGE_HOOKS`
         run in a worker thread, so one that hangs is abandoned after the timeout too."""
         results: list[tuple[str, Any]] = []
+        impls = self._impls(hook)
+        if not impls:  # the usual case for the per-message hooks: nothing to call
+            return results
         threaded = hook in PER_MESSAGE_HOOKS
-        for impl in self._impls(hook):
+        for impl in impls:
             plugin = impl.plugin_name
             args = [kwargs[arg] for arg in impl.argnames]
             timeout = HOOK_TIMEOUT

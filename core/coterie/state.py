@@ -23,7 +23,7 @@ import json
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 #: the value a transaction's buffer holds for a key deleted in it
@@ -56,7 +56,12 @@ class RollRecord:
     detail: dict[str, Any] = field(default_factory=dict)
 
     def as_json(self) -> dict[str, Any]:
-        return asdict(self)
+        # a field-by-field copy: ``dataclasses.asdict`` deep-copies through ``copy.deepcopy``,
+        # several times slower on the roll path (every roll is logged)
+        return {
+            name: value if type(value) in _ATOMS else json_copy(value)
+            for name, value in vars(self).items()
+        }
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> RollRecord:
@@ -141,6 +146,48 @@ def check_json(value: Any) -> None:
     json.dumps(value, allow_nan=False)
 
 
+_ATOMS = frozenset({str, int, bool, type(None)})
+
+
+class _NotPlain(Exception):
+    """Raised inside :func:`_plain_copy` for anything but plain JSON data."""
+
+
+def _plain_copy(value: Any) -> Any:
+    kind = type(value)
+    if kind in _ATOMS:
+        return value
+    if kind is float:
+        if value - value != 0.0:  # NaN or ±infinity: JSON cannot hold them
+            raise _NotPlain
+        return value
+    # strings, ints, booleans and None inside a container are taken as they are, without a call
+    if kind is dict:
+        copied = {}
+        for key, item in value.items():
+            if type(key) is not str:
+                raise _NotPlain
+            copied[key] = item if type(item) in _ATOMS else _plain_copy(item)
+        return copied
+    if kind is list:
+        return [item if type(item) in _ATOMS else _plain_copy(item) for item in value]
+    if kind is tuple:
+        return tuple(item if type(item) in _ATOMS else _plain_copy(item) for item in value)
+    raise _NotPlain
+
+
+def json_copy(value: Any) -> Any:
+    """A deep copy of a JSON-compatible ``value``; raises what :func:`check_json` raises for
+    anything else. Plain data (str/int/bool/None, finite floats, str-keyed dicts, lists, tuples)
+    is copied in one pass, several times faster than ``copy.deepcopy``; anything else is checked
+    by :func:`check_json` and deep-copied as before."""
+    try:
+        return _plain_copy(value)
+    except _NotPlain:
+        check_json(value)
+        return copy.deepcopy(value)
+
+
 def select_rolls(
     records: list[RollRecord],
     room: str,
@@ -160,6 +207,13 @@ def select_rolls(
     return chosen if limit is None else chosen[:limit]
 
 
+def _record_copy(record: RollRecord) -> RollRecord:
+    """A checked (JSON-compatible) independent copy of a roll record."""
+    copied = object.__new__(RollRecord)  # the fields are all set below: no __init__ needed
+    copied.__dict__.update(record.as_json())
+    return copied
+
+
 class _MemoryTransaction:
     def __init__(self, store: MemoryStore) -> None:
         self._store = store
@@ -168,11 +222,10 @@ class _MemoryTransaction:
 
     async def get(self, namespace: str, key: str) -> Any | None:
         value = self.writes.get((namespace, key), self._store._data.get((namespace, key)))
-        return None if value is _DELETED else copy.deepcopy(value)
+        return None if value is _DELETED else json_copy(value)
 
     async def set(self, namespace: str, key: str, value: Any) -> None:
-        check_json(value)
-        self.writes[(namespace, key)] = copy.deepcopy(value)
+        self.writes[(namespace, key)] = json_copy(value)
 
     async def delete(self, namespace: str, key: str) -> None:
         self.writes[(namespace, key)] = _DELETED
@@ -185,8 +238,7 @@ class _MemoryTransaction:
         )
 
     async def log_roll(self, record: RollRecord) -> None:
-        check_json(record.as_json())
-        self.logged.append(copy.deepcopy(record))
+        self.logged.append(_record_copy(record))
 
 
 class MemoryStore:
@@ -220,12 +272,12 @@ class MemoryStore:
                     self._locks.pop(lock, None)
 
     async def get(self, namespace: str, key: str) -> Any | None:
-        return copy.deepcopy(self._data.get((namespace, key)))
+        return json_copy(self._data.get((namespace, key)))
 
     async def set(self, namespace: str, key: str, value: Any) -> None:
-        check_json(value)
+        copied = json_copy(value)
         async with self._commit:
-            self._data[(namespace, key)] = copy.deepcopy(value)
+            self._data[(namespace, key)] = copied
 
     async def delete(self, namespace: str, key: str) -> None:
         async with self._commit:
@@ -235,9 +287,9 @@ class MemoryStore:
         return sorted(k for ns, k in self._data if ns == namespace and k.startswith(prefix))
 
     async def log_roll(self, record: RollRecord) -> None:
-        check_json(record.as_json())
+        copied = _record_copy(record)
         async with self._commit:
-            self._log.append(copy.deepcopy(record))
+            self._log.append(copied)
 
     async def rolls(
         self,
@@ -248,7 +300,7 @@ class MemoryStore:
         session: str | None = None,
     ) -> list[RollRecord]:
         found = select_rolls(self._log, room, limit=limit, user=user, session=session)
-        return copy.deepcopy(found)
+        return [_record_copy(record) for record in found]
 
     async def close(self) -> None:
         self._data.clear()

@@ -1,0 +1,53 @@
+"""The benchmarks of ``bench/`` run end to end in a tiny mode: each finishes, prints its figures,
+and (throughput, memory) loses and duplicates no reply. The figures themselves are not checked:
+``make bench`` measures them on a quiet machine (docs/performance.md)."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+BENCH = ROOT / "bench"
+
+
+def run_bench(*args: str, timeout: float = 60.0) -> str:
+    done = subprocess.run(
+        [sys.executable, *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done.stdout
+
+
+def test_core_roll_prints_the_ratio_and_the_breakdown():
+    out = run_bench(str(BENCH / "core_roll.py"), "--quick")
+    assert re.search(r"ratio coterie / d20: [0-9.]+x awaited, [0-9.]+x blocking", out)
+    for stage in ("room settings", "parse + build request", "encode Markdown"):
+        assert re.search(rf"{re.escape(stage)}.* [0-9.]+\n", out), stage
+
+
+def test_throughput_counts_every_reply_through_each_entry_point():
+    args = ["--count", "20", "--concurrency", "4", "--seconds", "10", "--sqlite-only"]
+    args += ["--warmup", "2"]
+    out = run_bench(str(BENCH / "throughput.py"), *args)
+    for adapter in ("slack", "telegram", "console"):
+        for who in ("coterie", "peer"):
+            [line] = [x for x in out.splitlines() if x.split()[:2] == [adapter, who]]
+            assert "sent    20  lost 0  dup 0" in line, line
+        assert re.search(rf"{adapter} coterie.*\n.*\n  coterie / peer: throughput [0-9.]+x", out)
+    assert "# coterie lost or duplicated replies: 0" in out
+
+
+def test_memory_measures_rss_idle_and_after_commands():
+    out = run_bench(str(BENCH / "memory.py"), "--no-matrix", "--commands", "20", "--settle", "0.2")
+    assert re.search(r"idle, all adapters started\s+RSS\s+[0-9.]+ MB", out)
+    assert re.search(r"after 40 commands .* RSS\s+[0-9.]+ MB", out)
+    assert "lost or duplicated replies: 0" in out
+    assert "WARNING" not in out
