@@ -26,9 +26,9 @@ from typing import Any
 from coterie.commands import Command, CommandContext, new_roll_id, parse_requests
 from coterie.elements import BR, Node, Reply, Text, bold, code
 from coterie.errors import UsageError
-from coterie.grammar import Parsed, parse, shorten, tokens
+from coterie.grammar import Parsed, check_range, parse, shorten, tokens
 from coterie.pools import plural
-from coterie.rooms import is_mention, is_storyteller, mention_key, mentions
+from coterie.rooms import is_mention, is_storyteller, mention_key, mentions, names_person
 from coterie.rules import Standing
 from coterie.state import RoomState
 
@@ -62,10 +62,16 @@ def _name(word: str | None, what: str, usage: str) -> str:
 def _count(word: str, what: str, low: int, high: int, usage: str) -> int:
     if not re.fullmatch(r"[0-9]{1,6}", word):
         raise UsageError(f"{what} is a whole number, not `{shorten(word)}`", usage=usage)
-    value = int(word)
-    if not low <= value <= high:
-        raise UsageError(f"{what} must be between {low} and {high}, not {value}", usage=usage)
-    return value
+    try:
+        return check_range(int(word), low, high, what)
+    except UsageError as error:
+        error.usage = usage
+        raise
+
+
+def _team_total(members: list[dict[str, Any]]) -> int:
+    """A teamwork action's running total: the members' successes added up."""
+    return sum(max(0, member["successes"]) for member in members)
 
 
 def bar(progress: int, target: int, width: int = 10) -> str:
@@ -287,7 +293,7 @@ async def _team_after(
     ]
     action = {**action, "members": members}
     outcomes = _replay(ctx, members)
-    total = sum(max(0, one["successes"]) for one in members)
+    total = _team_total(members)
     body: list[Node] = [
         BR,
         bold(f"Teamwork {action['name']}"),
@@ -445,7 +451,7 @@ async def team_action(ctx: CommandContext) -> list[Node]:
                 ),
             ]
             if one.get("target"):
-                total = sum(max(0, m["successes"]) for m in one["members"])
+                total = _team_total(one["members"])
                 body += [Text(" — "), bold(f"{total}/{one['target']}")]
         return body if keys else [Text("No teamwork is open.")]
     if variant.team_mode is None:
@@ -636,8 +642,7 @@ async def contest(ctx: CommandContext) -> list[Node]:
                 one
                 for one in mine
                 if one["opponent"] == key
-                or one["challenger"] == key
-                or mentions(key, _as_message(one))
+                or names_person(key, one["challenger"], one["challenger_name"])
             ]
         if not mine and await is_storyteller(ctx):
             mine = open_ones
@@ -715,14 +720,6 @@ async def contest(ctx: CommandContext) -> list[Node]:
     ]
 
 
-def _as_message(one: dict[str, Any]) -> Any:
-    from coterie.message import Message
-
-    return Message(
-        platform="", room="", user=one["challenger"], text="", user_name=one["challenger_name"]
-    )
-
-
 async def resist(ctx: CommandContext) -> Reply:
     words = tokens(ctx.args)
     state = _state(ctx)
@@ -737,7 +734,7 @@ async def resist(ctx: CommandContext) -> Reply:
         named, words = words[0], words[1:]
         key = mention_key(named)
         waiting = [
-            one for one in waiting if one["challenger"] == key or mentions(key, _as_message(one))
+            one for one in waiting if names_person(key, one["challenger"], one["challenger_name"])
         ]
         if not waiting:
             raise UsageError(f"{shorten(named)} has not challenged you")

@@ -8,14 +8,13 @@ from __future__ import annotations
 import re
 import time
 from collections import defaultdict
-from typing import Any
 
 from coterie.commands import Command, CommandContext
 from coterie.elements import BR, Node, Text, bold, code
 from coterie.errors import UsageError
 from coterie.grammar import shorten, tokens
 from coterie.pools import plural
-from coterie.rooms import is_mention, mention_key, mentions
+from coterie.rooms import is_mention, mention_key, names_person
 from coterie.state import RollRecord
 
 LOG_USAGE = "!log [N | ROLL-ID]"
@@ -112,7 +111,7 @@ async def stats_command(ctx: CommandContext) -> list[Node]:
     records = await ctx.app.state.rolls(ctx.message.room_key, limit=None)
     if words:
         key = mention_key(words[0])
-        records = [r for r in records if mentions(key, _author(r))]
+        records = [r for r in records if names_person(key, r.user, r.display_name)]
         if not records:
             raise UsageError(f"no rolls by {shorten(words[0])} in this room", usage=STATS_USAGE)
     if not records:
@@ -125,12 +124,6 @@ async def stats_command(ctx: CommandContext) -> list[Node]:
     for rolls in ranked[:MAX_LINES]:
         body += [BR, *_user_line(rolls)]
     return body
-
-
-def _author(record: RollRecord) -> Any:
-    from coterie.message import Message
-
-    return Message(platform="", room="", user=record.user, text="", user_name=record.display_name)
 
 
 def _user_line(rolls: list[RollRecord]) -> list[Node]:

@@ -50,14 +50,22 @@ def mention_key(token: str) -> str:
     return token.removeprefix("@").casefold()
 
 
+def names_person(
+    key: str, user: str, user_name: str | None = None, handles: tuple[str, ...] = ()
+) -> bool:
+    """Whether a mention (from :func:`mention_key`) names the person with this platform id,
+    display name and handles."""
+    names = {user, user.casefold()}
+    names |= {handle.removeprefix("@").casefold() for handle in handles}
+    if user_name:
+        names.add(user_name.casefold())
+        names.add(user_name.casefold().replace(" ", ""))
+    return key in names
+
+
 def mentions(key: str, message: Message) -> bool:
     """Whether a mention (from :func:`mention_key`) names the author of ``message``."""
-    names = {message.user, message.user.casefold()}
-    names |= {handle.removeprefix("@").casefold() for handle in message.handles}
-    if message.user_name:
-        names.add(message.user_name.casefold())
-        names.add(message.user_name.casefold().replace(" ", ""))
-    return key in names
+    return names_person(key, message.user, message.user_name, message.handles)
 
 
 def is_mention(word: str) -> bool:
