@@ -11,10 +11,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from coterie.dice import FixedDice, SeededDice
+from coterie.dice.sources import FixedDice, SeededDice
 from coterie.errors import UsageError
-from coterie.grammar import Parsed, Pool, parse, tokens
-from coterie.rules import RoomSettings
+from coterie.framework.grammar import Parsed, Pool, parse, tokens
+from coterie.framework.variant import RoomSettings
 from coterie_d6 import rules
 from coterie_d6.commands import combatant
 from coterie_d6.variant import (

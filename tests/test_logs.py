@@ -9,8 +9,8 @@ import subprocess
 
 import pytest
 
-from coterie.config import parse_config
-from coterie.logs import REDACTED, Redactor, secret_values, setup_logging
+from coterie.framework.config import parse_config
+from coterie.ops.logs import REDACTED, Redactor, secret_values, setup_logging
 
 SLACK = "xoxb-2093-48811-T0k3nV4lu3AbCdEf"
 TELEGRAM = "7123456789:AAHd8t4kQx9_mZ3r1LhW0pNcVbYuTsEoIgA"

@@ -21,9 +21,11 @@ from hypothesis import strategies as st
 from nio import ErrorResponse, RoomSendResponse
 from nio.crypto import OlmAccount
 
-from coterie.app import Coterie
-from coterie.config import Config
-from coterie.elements import (
+from coterie.errors import ConfigError
+from coterie.framework.app import Coterie
+from coterie.framework.config import Config
+from coterie.framework.plugins import PluginHost
+from coterie.render.elements import (
     BR,
     Actions,
     Bold,
@@ -37,9 +39,7 @@ from coterie.elements import (
     Strike,
     Text,
 )
-from coterie.errors import ConfigError
-from coterie.plugins import PluginHost
-from coterie.state import MemoryStore
+from coterie.storage.state import MemoryStore
 from coterie_matrix import MatrixAdapter
 from coterie_matrix import adapter as adapter_module
 from coterie_matrix.adapter import quiet_nio

@@ -19,11 +19,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from coterie import odds
+from coterie.dice import odds
+from coterie.dice.odds import Distribution, Poly, bits_for
 from coterie.errors import UsageError
-from coterie.grammar import Grammar, parse, tokens
-from coterie.odds import Distribution, Poly, bits_for
-from coterie.rules import RoomSettings, Variant
+from coterie.framework.grammar import Grammar, parse, tokens
+from coterie.framework.variant import RoomSettings, Variant
 from coterie_crossover import odds as crossover_odds
 from coterie_crossover.variant import CrossoverVariant
 from coterie_d6.variant import D6Variant

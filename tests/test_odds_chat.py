@@ -16,16 +16,16 @@ from typing import Any
 import pytest
 
 from conftest import RecordingDice, without_roll_id
-from coterie import odds
-from coterie.app import Coterie
-from coterie.cli import EXIT_USAGE, main
-from coterie.config import parse_config
-from coterie.dice import FixedDice
-from coterie.elements import Actions, Code, Image, Reply, walk
-from coterie.encode import to_plain
-from coterie.grammar import parse, tokens
-from coterie.message import Message
-from coterie.rules import RoomSettings
+from coterie.dice import odds
+from coterie.dice.sources import FixedDice
+from coterie.framework.app import Coterie
+from coterie.framework.config import parse_config
+from coterie.framework.grammar import parse, tokens
+from coterie.framework.message import Message
+from coterie.framework.variant import RoomSettings
+from coterie.ops.cli import EXIT_USAGE, main
+from coterie.render.elements import Actions, Code, Image, Reply, walk
+from coterie.render.encode import to_plain
 from coterie_console import ConsoleAdapter
 from coterie_v5 import rules as v5_rules
 from coterie_v5.variant import RerollRequest, V5Request, V5Variant

@@ -9,14 +9,14 @@ from typing import Any
 import pytest
 
 from conftest import without_roll_id
-from coterie import actions
-from coterie.app import Coterie
-from coterie.config import Config
-from coterie.dice import FixedDice
-from coterie.elements import Reply
-from coterie.encode import to_plain
-from coterie.message import Message
-from coterie.state import MemoryStore
+from coterie.dice.sources import FixedDice
+from coterie.framework.app import Coterie
+from coterie.framework.config import Config
+from coterie.framework.message import Message
+from coterie.play import actions
+from coterie.render.elements import Reply
+from coterie.render.encode import to_plain
+from coterie.storage.state import MemoryStore
 
 ALL = ["revised", "v5", "d6", "laia", "crossover"]
 
@@ -228,7 +228,7 @@ async def test_extended_actions_belong_to_their_player_and_are_limited_per_room(
 
 
 def _has_limit() -> bool:
-    from coterie.config import Limits
+    from coterie.framework.config import Limits
 
     return "max_extended_per_room" in Limits.model_fields
 

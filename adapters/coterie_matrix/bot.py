@@ -51,10 +51,10 @@ from nio import (  # type: ignore[import-untyped]
     WhoamiResponse,
 )
 
-from coterie.adapters import drain_tasks
-from coterie.app import Coterie
-from coterie.elements import Image, Reply
-from coterie.message import Message
+from coterie.framework.adapter import drain_tasks
+from coterie.framework.app import Coterie
+from coterie.framework.message import Message
+from coterie.render.elements import Image, Reply
 from coterie_matrix import content
 from coterie_matrix.content import Target
 from coterie_matrix.formatting import Part as TextPart

@@ -13,8 +13,8 @@ from __future__ import annotations
 from dataclasses import replace
 from fractions import Fraction
 
-from coterie import d10
-from coterie.odds import (
+from coterie.dice import d10
+from coterie.dice.odds import (
     Distribution,
     Key,
     cached,
@@ -23,7 +23,7 @@ from coterie.odds import (
     require_rules,
     rule_of_one,
 )
-from coterie.pools import plural
+from coterie.rulekit.pools import plural
 from coterie_crossover import rules
 from coterie_crossover.variant import CrossoverRequest, CrossoverVariant, Side
 

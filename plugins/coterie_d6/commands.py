@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from coterie.commands import Command, CommandContext
-from coterie.elements import Reply
 from coterie.errors import UsageError
-from coterie.grammar import Grammar, Option, Parsed, Positional, parse, shorten, tokens
+from coterie.framework.commands import Command, CommandContext
+from coterie.framework.grammar import Grammar, Option, Parsed, Positional, parse, shorten, tokens
+from coterie.render.elements import Reply
 from coterie_d6 import rules
 from coterie_d6.variant import (
     DIFF,
@@ -91,7 +91,7 @@ async def _reply(ctx: CommandContext, requests: list[D6Request]) -> Reply:
 async def contest(ctx: CommandContext) -> Reply:
     """Both sides roll at the same difficulty; the most successes wins; ties roll again.
     ``!contest @user ...`` (and ``cancel``, ``status``) is core's contest between chat users."""
-    from coterie import actions
+    from coterie.play import actions
 
     words = tokens(ctx.args)
     if words and (words[0].startswith(("@", "<@")) or words[0].lower() in ("cancel", "status")):

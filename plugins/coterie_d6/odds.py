@@ -16,9 +16,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from coterie.dice.odds import Distribution, Key, cached, convolve, power, require_rules
 from coterie.errors import UsageError
-from coterie.odds import Distribution, Key, cached, convolve, power, require_rules
-from coterie.pools import plural
+from coterie.rulekit.pools import plural
 from coterie_d6 import rules
 from coterie_d6.variant import ContestRequest, D6Request, D6Variant, RollRequest, difficulty_text
 

@@ -10,13 +10,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from coterie.dice import DiceSource
-from coterie.elements import BR, Die, Node, Role, Text, bold, code
+from coterie.dice.odds import Distribution
+from coterie.dice.sources import DiceSource
 from coterie.errors import UsageError
-from coterie.grammar import Grammar, Option, Parsed, Positional
-from coterie.odds import Distribution
-from coterie.pools import plural
-from coterie.rules import Outcome, RoomSettings, Standing, Variant
+from coterie.framework.grammar import Grammar, Option, Parsed, Positional
+from coterie.framework.variant import Outcome, RoomSettings, Standing, Variant
+from coterie.render.elements import BR, Die, Node, Role, Text, bold, code
+from coterie.rulekit.pools import plural
 from coterie_d6 import rules
 
 #: the largest seesaw goal one message may play toward (see docs/rules/d6.md)

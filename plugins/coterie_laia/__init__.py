@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from coterie import hookimpl
-from coterie.commands import Command
-from coterie.rules import Variant
+from coterie.framework.commands import Command
+from coterie.framework.variant import Variant
 from coterie_laia.variant import LaiaOutcome, LaiaRequest, LaiaVariant
 
 __all__ = ["LaiaOutcome", "LaiaRequest", "LaiaVariant"]

@@ -23,8 +23,8 @@ from __future__ import annotations
 from dataclasses import replace
 from fractions import Fraction
 
-from coterie import d10
-from coterie.odds import (
+from coterie.dice import d10
+from coterie.dice.odds import (
     Distribution,
     Key,
     Poly,
@@ -34,7 +34,7 @@ from coterie.odds import (
     require_rules,
     rule_of_one,
 )
-from coterie.pools import plural
+from coterie.rulekit.pools import plural
 from coterie_laia import rules
 from coterie_laia.variant import LaiaRequest, LaiaVariant, Side
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from coterie import hookimpl
-from coterie.commands import Command
-from coterie.rules import Variant
+from coterie.framework.commands import Command
+from coterie.framework.variant import Variant
 from coterie_revised.variant import RevisedOutcome, RevisedRequest, RevisedVariant
 
 __all__ = ["RevisedOutcome", "RevisedRequest", "RevisedVariant"]

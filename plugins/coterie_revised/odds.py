@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import replace
 from fractions import Fraction
 
-from coterie import d10
-from coterie.odds import (
+from coterie.dice import d10
+from coterie.dice.odds import (
     Distribution,
     Key,
     cached,
@@ -22,7 +22,7 @@ from coterie.odds import (
     require_rules,
     rule_of_one,
 )
-from coterie.pools import plural
+from coterie.rulekit.pools import plural
 from coterie_revised import rules
 from coterie_revised.variant import RevisedRequest, RevisedVariant, Side
 

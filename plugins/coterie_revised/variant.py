@@ -6,13 +6,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from coterie import d10, pools
-from coterie.elements import BR, Node, Text, bold, code, italic
+from coterie.dice import d10
+from coterie.dice.odds import Distribution
 from coterie.errors import UsageError
-from coterie.grammar import Grammar, Option, Parsed, Pool
-from coterie.odds import Distribution
-from coterie.pools import POOL, WILLPOWER, difficulty_option, difficulty_slot, plural
-from coterie.rules import HouseRule, Outcome, RollContext, RoomSettings, Variant
+from coterie.framework.grammar import Grammar, Option, Parsed, Pool
+from coterie.framework.variant import HouseRule, Outcome, RollContext, RoomSettings, Variant
+from coterie.render.elements import BR, Node, Text, bold, code, italic
+from coterie.rulekit import pools
+from coterie.rulekit.pools import POOL, WILLPOWER, difficulty_option, difficulty_slot, plural
 from coterie_revised import rules
 
 DIFFICULTY = difficulty_slot(rules.MIN_DIFFICULTY, rules.MAX_DIFFICULTY, rules.DEFAULT_DIFFICULTY)

@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from coterie import hookimpl
-from coterie.commands import Command
-from coterie.rules import Variant
+from coterie.framework.commands import Command
+from coterie.framework.variant import Variant
 from coterie_v5.variant import RouseOutcome, V5Outcome, V5Request, V5Variant
 
 __all__ = ["RouseOutcome", "V5Outcome", "V5Request", "V5Variant"]

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from coterie.commands import Command, CommandContext
-from coterie.elements import BR, Actions, Button, Node, Reply, Text, bold, italic
+from coterie.dice.odds import Distribution, odds_reply, off_loop, percent
 from coterie.errors import UsageError
-from coterie.grammar import Grammar, Option, Positional, parse, shorten, suggest, tokens
-from coterie.odds import Distribution, odds_reply, off_loop, percent
-from coterie.pools import plural
+from coterie.framework.commands import Command, CommandContext
+from coterie.framework.grammar import Grammar, Option, Positional, parse, shorten, suggest, tokens
+from coterie.render.elements import BR, Actions, Button, Node, Reply, Text, bold, italic
+from coterie.rulekit.pools import plural
 from coterie_v5 import rules
 from coterie_v5.variant import (
     HUNGER,

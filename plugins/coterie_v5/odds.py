@@ -26,8 +26,7 @@ from dataclasses import replace
 from itertools import product
 from math import comb
 
-from coterie.errors import UsageError
-from coterie.odds import (
+from coterie.dice.odds import (
     Distribution,
     Key,
     Poly,
@@ -38,7 +37,8 @@ from coterie.odds import (
     parity_split,
     require_rules,
 )
-from coterie.pools import plural
+from coterie.errors import UsageError
+from coterie.rulekit.pools import plural
 from coterie_v5 import rules
 from coterie_v5.variant import (
     RerollRequest,

@@ -10,12 +10,19 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import Any, ClassVar
 
-from coterie.elements import BR, Actions, Button, Die, Node, Role, Text, bold, code, dice
+from coterie.dice.odds import Distribution
 from coterie.errors import UsageError
-from coterie.grammar import Grammar, Option, Parsed, Positional, shorten, suggest
-from coterie.odds import Distribution
-from coterie.pools import plural
-from coterie.rules import HouseRule, Outcome, RollContext, RoomSettings, Standing, Variant
+from coterie.framework.grammar import Grammar, Option, Parsed, Positional, shorten, suggest
+from coterie.framework.variant import (
+    HouseRule,
+    Outcome,
+    RollContext,
+    RoomSettings,
+    Standing,
+    Variant,
+)
+from coterie.render.elements import BR, Actions, Button, Die, Node, Role, Text, bold, code, dice
+from coterie.rulekit.pools import plural
 from coterie_v5 import rules
 
 NAME = "v5"

@@ -13,12 +13,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
-from coterie.dice import DiceSource
-from coterie.elements import Node
-from coterie.grammar import Grammar, Parsed
+from coterie.dice.sources import DiceSource
+from coterie.framework.grammar import Grammar, Parsed
+from coterie.render.elements import Node
 
 if TYPE_CHECKING:
-    from coterie.odds import Distribution
+    from coterie.dice.odds import Distribution
 
 
 @dataclass(frozen=True)
@@ -205,7 +205,7 @@ class Variant(ABC, Generic[RequestT, OutcomeT]):
         """The whole reply to a roll command. By default: the roller's name and comment on the
         first line, then each outcome. A rule set whose players expect another layout overrides
         it."""
-        from coterie.elements import BR, Text, bold, italic
+        from coterie.render.elements import BR, Text, bold, italic
 
         body: list[Node] = [bold(who)]
         if comment:
@@ -294,6 +294,6 @@ class Variant(ABC, Generic[RequestT, OutcomeT]):
 
     def help(self) -> list[Node]:
         """The ``!help roll`` text for this variant."""
-        from coterie.elements import BR, Text, code
+        from coterie.render.elements import BR, Text, code
 
         return [code(self.grammar.usage), BR, Text(self.summary)]

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
 if TYPE_CHECKING:
-    from coterie.app import Coterie
+    from coterie.framework.app import Coterie
 
 
 class Adapter(ABC):

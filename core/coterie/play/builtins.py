@@ -3,12 +3,12 @@ and ``!variant``."""
 
 from __future__ import annotations
 
-from coterie.commands import Command, CommandContext, parse_requests, roll_reply
-from coterie.elements import BR, Code, Node, Reply, Text, bold, code, italic
+from coterie.dice.odds import odds_reply, odds_usage
 from coterie.errors import UsageError
-from coterie.grammar import localise, shorten, suggest
+from coterie.framework.commands import Command, CommandContext, parse_requests, roll_reply
+from coterie.framework.grammar import localise, shorten, suggest
 from coterie.hookimpl import hookimpl
-from coterie.odds import odds_reply, odds_usage
+from coterie.render.elements import BR, Code, Node, Reply, Text, bold, code, italic
 
 ROLL_USAGE = "!roll POOL [DIFFICULTY] [options] [# comment]"
 TEAM_USAGE = (
@@ -28,7 +28,7 @@ async def odds(ctx: CommandContext) -> Reply:
 
 async def team(ctx: CommandContext) -> Reply:
     """Teamwork: each member rolls separately; the rule set adds up the result."""
-    from coterie import actions
+    from coterie.play import actions
 
     words = ctx.args.split()
     if words and words[0].lower() in actions.TEAM_WORDS:
@@ -109,7 +109,7 @@ async def variant_command(ctx: CommandContext) -> list[Node]:
             f"Installed: {', '.join(sorted(variants))}.",
             usage="!variant [NAME]",
         )
-    from coterie.rooms import require_storyteller
+    from coterie.play.rooms import require_storyteller
 
     await require_storyteller(ctx, "switch the rule set")
     await ctx.app.update_room(ctx.message.room_key, store=ctx.store, variant=wanted)
@@ -118,7 +118,7 @@ async def variant_command(ctx: CommandContext) -> list[Node]:
 
 @hookimpl
 def coterie_commands() -> list[Command]:
-    from coterie import actions, rolllog, rooms
+    from coterie.play import actions, rolllog, rooms
 
     return [*_commands(), *rooms.commands(), *actions.commands(), *rolllog.commands()]
 

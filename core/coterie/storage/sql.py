@@ -42,10 +42,10 @@ from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
 from coterie.errors import ConfigError
-from coterie.state import MemoryStore, RollRecord, StateStore, Transaction, check_json
+from coterie.storage.state import MemoryStore, RollRecord, StateStore, Transaction, check_json
 
 if TYPE_CHECKING:
-    from coterie.config import Config
+    from coterie.framework.config import Config
 
 log = logging.getLogger(__name__)
 
@@ -415,7 +415,7 @@ class SQLStore:
 # --- migrations ----------------------------------------------------------------------------
 
 #: Alembic's script location: the ``migrations`` package next to this module
-SCRIPT_LOCATION = "coterie:migrations"
+SCRIPT_LOCATION = "coterie.storage:migrations"
 
 
 def alembic_config(connection: Connection | None = None) -> Any:

@@ -8,16 +8,16 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from coterie.dice import DiceSource
-from coterie.elements import Node, Reply
+from coterie.dice.sources import DiceSource
 from coterie.errors import UsageError
-from coterie.grammar import CommandLine, Parsed, parse, tokens
-from coterie.message import Message
-from coterie.rules import Outcome, RollContext, RoomSettings, Variant
-from coterie.state import RollRecord, RoomState, StateStore, Transaction
+from coterie.framework.grammar import CommandLine, Parsed, parse, tokens
+from coterie.framework.message import Message
+from coterie.framework.variant import Outcome, RollContext, RoomSettings, Variant
+from coterie.render.elements import Node, Reply
+from coterie.storage.state import RollRecord, RoomState, StateStore, Transaction
 
 if TYPE_CHECKING:
-    from coterie.app import Coterie
+    from coterie.framework.app import Coterie
 
 log = logging.getLogger("coterie")
 
@@ -199,7 +199,7 @@ async def roll_reply(ctx: CommandContext, *, usage: str | None = None) -> Reply:
     """What ``!roll`` does: parse every roll, roll each through :meth:`CommandContext.roll`, lay
     the reply out with the rule set's ``compose``. A rule set's own roll command (laia's
     ``?throw``) calls this with its usage line."""
-    from coterie import actions
+    from coterie.play import actions
 
     if actions.wants_actions(ctx.args):
         reply = await actions.roll_for(ctx, usage)

@@ -13,13 +13,13 @@ import re
 import time
 from typing import Any
 
-from coterie.app import ROOM_SETTINGS, SESSIONS
-from coterie.commands import Command, CommandContext, new_roll_id
-from coterie.elements import BR, Node, Text, bold, code, italic
 from coterie.errors import UsageError
-from coterie.grammar import shorten, suggest, tokens
-from coterie.message import Message
-from coterie.rules import HouseRule
+from coterie.framework.app import ROOM_SETTINGS, SESSIONS
+from coterie.framework.commands import Command, CommandContext, new_roll_id
+from coterie.framework.grammar import shorten, suggest, tokens
+from coterie.framework.message import Message
+from coterie.framework.variant import HouseRule
+from coterie.render.elements import BR, Node, Text, bold, code, italic
 
 #: state namespace of a room's chat-made roles: ``{"storytellers": {user id: name}}``
 ROLES = "coterie.roles"

@@ -27,7 +27,7 @@ from datetime import UTC, datetime
 from typing import Any, TextIO
 from urllib.parse import unquote, urlsplit
 
-from coterie.config import Config
+from coterie.framework.config import Config
 
 REDACTED = "[redacted]"
 

@@ -23,14 +23,14 @@ import time
 from dataclasses import replace
 from typing import Any
 
-from coterie.commands import Command, CommandContext, new_roll_id, parse_requests
-from coterie.elements import BR, Node, Reply, Text, bold, code
 from coterie.errors import UsageError
-from coterie.grammar import Parsed, check_range, parse, shorten, tokens
-from coterie.pools import plural
-from coterie.rooms import is_mention, is_storyteller, mention_key, mentions, names_person
-from coterie.rules import Standing
-from coterie.state import RoomState
+from coterie.framework.commands import Command, CommandContext, new_roll_id, parse_requests
+from coterie.framework.grammar import Parsed, check_range, parse, shorten, tokens
+from coterie.framework.variant import Standing
+from coterie.play.rooms import is_mention, is_storyteller, mention_key, mentions, names_person
+from coterie.render.elements import BR, Node, Reply, Text, bold, code
+from coterie.rulekit.pools import plural
+from coterie.storage.state import RoomState
 
 OWNER = "coterie.actions"
 NAME = re.compile(r"[a-z][a-z0-9_-]{0,23}")

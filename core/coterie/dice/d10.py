@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from coterie.elements import Role
+from coterie.render.elements import Role
 
 
 def is_success(face: int, difficulty: int) -> bool:

@@ -10,11 +10,19 @@ import time
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
-from coterie.adapters import Adapter
-from coterie.commands import Command, CommandContext, new_roll_id
-from coterie.config import Config
-from coterie.dice import DiceSource, SystemDice
-from coterie.elements import (
+from coterie.dice.sources import DiceSource, SystemDice
+from coterie.errors import ConfigError, UsageError
+from coterie.framework.adapter import Adapter
+from coterie.framework.commands import Command, CommandContext, new_roll_id
+from coterie.framework.config import Config
+from coterie.framework.grammar import CommandLine, localise, shorten, split_command, suggest
+from coterie.framework.limits import limit_reply
+from coterie.framework.message import Message
+from coterie.framework.metrics import Metrics
+from coterie.framework.plugins import PluginHost
+from coterie.framework.ratelimit import RateLimiter, describe_wait
+from coterie.framework.variant import RoomSettings, Variant
+from coterie.render.elements import (
     BR,
     NODE_TYPES,
     Actions,
@@ -31,15 +39,7 @@ from coterie.elements import (
     code,
     roll_footer,
 )
-from coterie.errors import ConfigError, UsageError
-from coterie.grammar import CommandLine, localise, shorten, split_command, suggest
-from coterie.limits import limit_reply
-from coterie.message import Message
-from coterie.metrics import Metrics
-from coterie.plugins import PluginHost
-from coterie.ratelimit import RateLimiter, describe_wait
-from coterie.rules import RoomSettings, Variant
-from coterie.state import AmbientStore, MemoryStore, StateStore, Transaction
+from coterie.storage.state import AmbientStore, MemoryStore, StateStore, Transaction
 
 log = logging.getLogger("coterie")
 #: one line per answered command: ids, command, duration — never the message text

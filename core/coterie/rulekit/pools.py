@@ -7,11 +7,11 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar, Protocol
 
-from coterie import d10
-from coterie.elements import Die, Node, Role, Text, bold, dice
+from coterie.dice import d10
 from coterie.errors import UsageError
-from coterie.grammar import Option, Parsed, Pool, Positional
-from coterie.rules import Progress, Standing
+from coterie.framework.grammar import Option, Parsed, Pool, Positional
+from coterie.framework.variant import Progress, Standing
+from coterie.render.elements import Die, Node, Role, Text, bold, dice
 
 #: the error for a Trait rated up to 10 written anywhere but alone at the start of a pool
 TEN_POINT_RULE = (

@@ -22,8 +22,8 @@ from typing import Any
 
 import pluggy
 
-from coterie import hookspecs
 from coterie.errors import ConfigError
+from coterie.framework import hookspecs
 
 log = logging.getLogger("coterie.plugins")
 
@@ -72,7 +72,7 @@ class PluginHost:
         #: hung hook holds at most one thread.
         self.hung: dict[tuple[str, str], float] = {}
         self._hung_lock = threading.Lock()
-        from coterie import builtins
+        from coterie.play import builtins
 
         self.pm.register(builtins, name="coterie.builtins")
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import ClassVar
 
-from coterie.elements import (
+from coterie.render.elements import (
     Actions,
     Bold,
     Code,

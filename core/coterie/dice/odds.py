@@ -24,13 +24,13 @@ from fractions import Fraction
 from math import comb, factorial
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
-from coterie.elements import BR, Code, Image, Node, Reply, Text, bold, italic
 from coterie.errors import UsageError
-from coterie.grammar import tokens
+from coterie.framework.grammar import tokens
+from coterie.render.elements import BR, Code, Image, Node, Reply, Text, bold, italic
 
 if TYPE_CHECKING:
-    from coterie.commands import CommandContext
-    from coterie.rules import Variant
+    from coterie.framework.commands import CommandContext
+    from coterie.framework.variant import Variant
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -613,7 +613,7 @@ async def odds_reply(ctx: CommandContext) -> Reply:
     """What ``!odds`` does: read the rolls exactly as ``!roll`` would (without rolling), compute
     each one's distribution off the event loop (cached), and answer with the text (and, with
     ``chart``, a text histogram and a PNG chart per roll)."""
-    from coterie.commands import parse_requests
+    from coterie.framework.commands import parse_requests
 
     variant = ctx.variant
     usage = odds_usage(variant)

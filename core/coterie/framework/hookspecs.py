@@ -14,12 +14,12 @@ from typing import TYPE_CHECKING, Any
 import pluggy
 
 if TYPE_CHECKING:
-    from coterie.adapters import Adapter
-    from coterie.app import Coterie
-    from coterie.commands import Command
-    from coterie.elements import Reply
-    from coterie.message import Message
-    from coterie.rules import Outcome, Variant
+    from coterie.framework.adapter import Adapter
+    from coterie.framework.app import Coterie
+    from coterie.framework.commands import Command
+    from coterie.framework.message import Message
+    from coterie.framework.variant import Outcome, Variant
+    from coterie.render.elements import Reply
 
 hookspec = pluggy.HookspecMarker("coterie")
 

@@ -9,13 +9,13 @@ import re
 import time
 from collections import defaultdict
 
-from coterie.commands import Command, CommandContext
-from coterie.elements import BR, Node, Text, bold, code
 from coterie.errors import UsageError
-from coterie.grammar import shorten, tokens
-from coterie.pools import plural
-from coterie.rooms import is_mention, mention_key, names_person
-from coterie.state import RollRecord
+from coterie.framework.commands import Command, CommandContext
+from coterie.framework.grammar import shorten, tokens
+from coterie.play.rooms import is_mention, mention_key, names_person
+from coterie.render.elements import BR, Node, Text, bold, code
+from coterie.rulekit.pools import plural
+from coterie.storage.state import RollRecord
 
 LOG_USAGE = "!log [N | ROLL-ID]"
 STATS_USAGE = "!stats [@USER]"

@@ -13,7 +13,7 @@ import asyncio
 from alembic import context
 from sqlalchemy.engine import Connection
 
-from coterie.sqlstore import create_engine, metadata
+from coterie.storage.sql import create_engine, metadata
 
 config = context.config
 
