@@ -108,7 +108,7 @@ class Commands:
 async def test_a_second_unrestricted_command_with_a_taken_name_is_reported() -> None:
     app = app_with(Commands(_command("roll"), _command("fresh")))
     [failure] = app.host.failures
-    assert "command 'roll' is taken by plugin 'coterie.builtins'" in failure.error
+    assert "command 'roll' is taken by plugin 'coterie.play.roll'" in failure.error
     assert "mine" not in to_plain((await ask(app, "!roll 5")).body)
     assert to_plain((await ask(app, "!fresh")).body) == "mine"
 

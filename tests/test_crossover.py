@@ -21,13 +21,9 @@ from coterie.render.encode import to_plain
 from coterie_crossover import rules
 from coterie_crossover.commands import plan_multi
 from coterie_crossover.movement import parse_movement
+from coterie_crossover.requests import CrossoverRequest
 from coterie_crossover.rules import Conditions, Mode
-from coterie_crossover.variant import (
-    GRAMMAR,
-    CrossoverOutcome,
-    CrossoverRequest,
-    CrossoverVariant,
-)
+from coterie_crossover.variant import GRAMMAR, CrossoverOutcome, CrossoverVariant
 from doc_tables import ints, table
 
 VARIANT = CrossoverVariant()

@@ -17,18 +17,20 @@ from coterie.framework.grammar import Parsed, Pool, parse, tokens
 from coterie.framework.variant import RoomSettings
 from coterie_d6 import rules
 from coterie_d6.commands import combatant
+from coterie_d6.requests import (
+    ContestRequest,
+    Difficulty,
+    InitiativeRequest,
+    RollRequest,
+    TraitPool,
+)
 from coterie_d6.variant import (
     GRAMMAR,
     ContestOutcome,
-    ContestRequest,
     D6Variant,
-    Difficulty,
     InitiativeOutcome,
-    InitiativeRequest,
     RollOutcome,
-    RollRequest,
     SeesawOutcome,
-    TraitPool,
 )
 from doc_tables import ints, table
 

@@ -32,7 +32,8 @@ from coterie_laia.variant import LaiaVariant
 from coterie_revised import odds as revised_odds
 from coterie_revised.variant import RevisedVariant
 from coterie_v5 import rules as v5_rules
-from coterie_v5.variant import RerollRequest, RouseRequest, V5Variant
+from coterie_v5.requests import RerollRequest, RouseRequest
+from coterie_v5.variant import V5Variant
 from doc_tables import table
 
 REVISED, LAIA, CROSSOVER, V5, D6 = (

@@ -23,6 +23,20 @@ from coterie.ops.cli import main
 from coterie.render.elements import Text
 from coterie.render.encode import to_plain
 
+#: coterie's own chat features: built-in plugins from the ``coterie.builtins`` entry points
+BUILTINS = [
+    "coterie.play.clauses",
+    "coterie.play.contests",
+    "coterie.play.extended",
+    "coterie.play.help",
+    "coterie.play.roll",
+    "coterie.play.rolllog",
+    "coterie.play.rooms",
+    "coterie.play.sessions",
+    "coterie.play.teamwork",
+]
+
+
 # --- only enabled plugins load ------------------------------------------------------------------
 
 
@@ -100,7 +114,7 @@ def test_unknown_plugin_is_refused_before_anything_is_imported():
     host = PluginHost()
     with pytest.raises(ConfigError):
         host.load(["revised", "nosuch"])
-    assert host.plugin_names == ["coterie.builtins"]
+    assert host.plugin_names == BUILTINS
 
 
 # --- a broken plugin found through a real entry point -------------------------------------------

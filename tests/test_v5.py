@@ -21,16 +21,8 @@ from coterie.render.elements import Die, Role, walk
 from coterie.storage.state import MemoryStore, RoomState
 from coterie_v5 import rules
 from coterie_v5.commands import ROUSE
-from coterie_v5.variant import (
-    GRAMMAR,
-    LAST_ROLL,
-    RerollRequest,
-    RouseOutcome,
-    Side,
-    V5Outcome,
-    V5Request,
-    V5Variant,
-)
+from coterie_v5.requests import RerollRequest, Side, V5Request
+from coterie_v5.variant import GRAMMAR, LAST_ROLL, RouseOutcome, V5Outcome, V5Variant
 from doc_tables import ints, table
 
 VARIANT = V5Variant()

@@ -12,7 +12,8 @@ from coterie.render.elements import BR, Node, Reply, Text, bold, code, italic
 from coterie.rulekit.pools import checked_pool, plural
 from coterie_crossover import rules
 from coterie_crossover.movement import MOVE_USAGE, move
-from coterie_crossover.variant import CrossoverOutcome, CrossoverRequest, Side
+from coterie_crossover.requests import CrossoverRequest, Side
+from coterie_crossover.variant import CrossoverOutcome
 
 # --- !multi: the smallest pool, split among the actions -------------------------------------
 

@@ -15,8 +15,9 @@ from coterie.framework.grammar import Grammar, Option, Parsed, Pool, parse, shor
 from coterie.render.elements import BR, Node, Reply, Text, bold, code, italic
 from coterie.rulekit.pools import difficulty_option, plural
 from coterie_crossover import rules
+from coterie_crossover.requests import CrossoverRequest, Side
 from coterie_crossover.rules import Conditions, Mode
-from coterie_crossover.variant import CrossoverOutcome, CrossoverRequest, Side
+from coterie_crossover.variant import CrossoverOutcome
 
 MOVE_USAGE = (
     "!move walk|jog|run|swim|fly|climb [dex N] [stamina N] [injured] [skilled] [yards N] "

@@ -10,14 +10,12 @@ from typing import Any
 from coterie import hookimpl
 from coterie.framework.commands import Command
 from coterie.framework.variant import Variant
+from coterie_d6.requests import ContestRequest, InitiativeRequest, RollRequest
 from coterie_d6.variant import (
     ContestOutcome,
-    ContestRequest,
     D6Variant,
     InitiativeOutcome,
-    InitiativeRequest,
     RollOutcome,
-    RollRequest,
     SeesawOutcome,
 )
 

@@ -8,7 +8,8 @@ from typing import Any
 from coterie import hookimpl
 from coterie.framework.commands import Command
 from coterie.framework.variant import Variant
-from coterie_laia.variant import LaiaOutcome, LaiaRequest, LaiaVariant
+from coterie_laia.requests import LaiaRequest
+from coterie_laia.variant import LaiaOutcome, LaiaVariant
 
 __all__ = ["LaiaOutcome", "LaiaRequest", "LaiaVariant"]
 

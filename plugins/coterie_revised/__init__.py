@@ -7,7 +7,8 @@ from typing import Any
 from coterie import hookimpl
 from coterie.framework.commands import Command
 from coterie.framework.variant import Variant
-from coterie_revised.variant import RevisedOutcome, RevisedRequest, RevisedVariant
+from coterie_revised.requests import RevisedRequest
+from coterie_revised.variant import RevisedOutcome, RevisedVariant
 
 __all__ = ["RevisedOutcome", "RevisedRequest", "RevisedVariant"]
 

@@ -294,9 +294,14 @@ class Coterie:
 
     # --- the message path --------------------------------------------------------------------
 
-    def find_command(self, word: str, variant: str) -> Command | None:
-        """The command called ``word`` in a room on ``variant`` (variant-specific ones first)."""
-        matches = [c for c in self.commands if word in c.names and c.available_in(variant)]
+    def find_command(self, word: str, variant: str, args: str | None = None) -> Command | None:
+        """The command called ``word`` in a room on ``variant`` (variant-specific ones first),
+        for ``args`` when given (see :attr:`Command.applies`)."""
+        matches = [
+            c
+            for c in self.commands
+            if word in c.names and c.available_in(variant) and c.takes(args)
+        ]
         matches.sort(key=lambda c: not c.variants)
         return matches[0] if matches else None
 
@@ -386,7 +391,7 @@ class Coterie:
         line = split_command(text[:200] if too_long else text, prefixes)
         if line is None:
             return None
-        command = self.find_command(line.command, variant.name)
+        command = self.find_command(line.command, variant.name, line.args)
         if command is None and line.prefix != settings.prefix:
             return None  # "?what now" in a room where "?" also works: ordinary talk, not for us
         return _Route(settings, variant, text, too_long, line, command)

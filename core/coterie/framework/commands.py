@@ -199,12 +199,9 @@ async def roll_reply(ctx: CommandContext, *, usage: str | None = None) -> Reply:
     """What ``!roll`` does: parse every roll, roll each through :meth:`CommandContext.roll`, lay
     the reply out with the rule set's ``compose``. A rule set's own roll command (laia's
     ``?throw``) calls this with its usage line."""
-    from coterie.play import actions
-
-    if actions.wants_actions(ctx.args):
-        reply = await actions.roll_for(ctx, usage)
-        if reply is not None:
-            return reply
+    taken = await ctx.app.host.first_result("coterie_roll_command", ctx=ctx, usage=usage)
+    if taken is not None:  # a plugin answers this roll itself (play's `for NAME`, `retry NAME`)
+        return taken  # type: ignore[no-any-return]
     requests = parse_requests(ctx, usage=usage)
     outcomes = [await ctx.roll(request) for request in requests]
     body = ctx.variant.compose(outcomes, ctx.message.display_name, ctx.line.comment)
@@ -239,6 +236,10 @@ class Command:
     #: run in one transaction of the room's state (all its changes or none, one command per
     #: room at a time); off for commands that only read, so slow work holds no lock
     transaction: bool = True
+    #: for a command limited to some rule sets: whether it takes these arguments; one that
+    #: declines leaves them to the unrestricted command of the same name (d6's ``!contest POOL
+    #: vs POOL`` declines ``!contest @user ...``, which play's contest between users answers)
+    applies: Callable[[str], bool] | None = field(default=None, compare=False)
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -246,6 +247,10 @@ class Command:
 
     def available_in(self, variant: str) -> bool:
         return not self.variants or variant in self.variants
+
+    def takes(self, args: str | None) -> bool:
+        """Whether this command answers ``args`` (``None``: any arguments, e.g. for ``!help``)."""
+        return args is None or self.applies is None or self.applies(args)
 
     def clashes_with(self, other: Command) -> bool:
         """Both would answer the same word in the same room. (A command restricted to some rule

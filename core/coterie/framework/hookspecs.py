@@ -16,7 +16,7 @@ import pluggy
 if TYPE_CHECKING:
     from coterie.framework.adapter import Adapter
     from coterie.framework.app import Coterie
-    from coterie.framework.commands import Command
+    from coterie.framework.commands import Command, CommandContext
     from coterie.framework.message import Message
     from coterie.framework.variant import Outcome, Variant
     from coterie.render.elements import Reply
@@ -59,3 +59,10 @@ def coterie_after_roll(
 @hookspec
 def coterie_before_reply(app: Coterie, message: Message, reply: Reply) -> Awaitable[None] | None:
     """Called with every reply before an adapter sends it; may change ``reply`` in place."""
+
+
+@hookspec
+def coterie_roll_command(
+    ctx: CommandContext, usage: str | None
+) -> Awaitable[Reply | None] | Reply | None:
+    """Offered every roll command before it is read; return a reply to answer it yourself."""

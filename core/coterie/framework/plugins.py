@@ -3,6 +3,11 @@
 Plugins are entry points in the ``coterie`` group. Only those the config enables are imported; an
 unknown name is a :class:`~coterie.errors.ConfigError` that lists the installed ones. A plugin that
 fails to import, or whose hook raises, is logged with its name and skipped: the others go on.
+
+coterie's own chat features (``!roll``, ``!help``, rooms, sessions, extended actions, teamwork,
+contests, the roll log: the :mod:`coterie.play` package) are plugins of the same kind, entry points
+in the ``coterie.builtins`` group of the ``coterie`` distribution, always loaded and first. The
+framework finds them the way it finds any plugin; it never imports them by name.
 """
 
 from __future__ import annotations
@@ -10,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import functools
 import inspect
 import logging
 import threading
@@ -28,6 +34,8 @@ from coterie.framework import hookspecs
 log = logging.getLogger("coterie.plugins")
 
 ENTRY_POINT_GROUP = "coterie"
+#: coterie's own always-on plugins (only the ``coterie`` distribution's entry points count)
+BUILTIN_GROUP = "coterie.builtins"
 #: how long a hook called per message (or an awaitable any hook returns) may run before it is
 #: abandoned
 HOOK_TIMEOUT = 10.0
@@ -57,6 +65,15 @@ def _builtin(entry_point: EntryPoint) -> bool:
     return dist is not None and dist.name == "coterie"
 
 
+@functools.cache
+def builtin_plugins() -> tuple[EntryPoint, ...]:
+    """coterie's own built-in plugins (the ``coterie.builtins`` entry points of the ``coterie``
+    distribution), by name. Looked up once per process: installed distributions don't change
+    while it runs."""
+    found = [ep for ep in entry_points(group=BUILTIN_GROUP) if _builtin(ep)]
+    return tuple(sorted(found, key=lambda ep: ep.name))
+
+
 class PluginHost:
     """A pluggy manager that loads only enabled plugins and isolates their failures."""
 
@@ -72,9 +89,13 @@ class PluginHost:
         #: hung hook holds at most one thread.
         self.hung: dict[tuple[str, str], float] = {}
         self._hung_lock = threading.Lock()
-        from coterie.play import builtins
-
-        self.pm.register(builtins, name="coterie.builtins")
+        for entry_point in builtin_plugins():
+            try:
+                plugin = entry_point.load()
+            except Exception as error:
+                self._fail(entry_point.value, "load", error)
+                continue
+            self.register(plugin, entry_point.value)
 
     def register(self, plugin: object, name: str) -> None:
         """Register an already-imported plugin object (a module or an instance)."""
@@ -174,6 +195,22 @@ class PluginHost:
                 continue
             results.append((plugin, value))
         return results
+
+    async def first_result(self, hook: str, **kwargs: Any) -> Any:
+        """Call the implementations of ``hook`` one after another until one returns something
+        other than ``None`` (an awaitable is awaited first) and return that, else ``None``.
+
+        For hooks that *take over* a command (``coterie_roll_command``): unlike :meth:`call`, an
+        exception is not isolated here but reaches the command, where a ``UsageError`` becomes
+        the user's friendly error and anything else the command's incident, as if the command
+        itself had raised it."""
+        for impl in self._impls(hook):
+            value = impl.function(*(kwargs[arg] for arg in impl.argnames))
+            if inspect.isawaitable(value):
+                value = await value
+            if value is not None:
+                return value
+        return None
 
     async def _in_thread(
         self, plugin: str, hook: str, function: Any, args: list[Any], timeout: float

@@ -16,7 +16,6 @@ from collections.abc import Sequence
 from typing import Any
 
 from coterie import __version__
-from coterie.dice.odds import answer, chart_png, histogram
 from coterie.dice.sources import DiceSource, FixedDice, SeededDice, SystemDice
 from coterie.errors import ConfigError, UsageError
 from coterie.framework.config import Config, load_config
@@ -25,6 +24,7 @@ from coterie.framework.plugins import installed_plugins
 from coterie.ops.logs import setup_logging
 from coterie.render.elements import BR
 from coterie.render.encode import to_plain
+from coterie.rulekit.odds import answer, chart_png, histogram
 
 EXIT_USAGE = 2
 LOG_FORMAT_HELP = "log lines as text or one JSON object each (default: [logging] format)"
