@@ -23,7 +23,8 @@ from coterie.framework.app import Coterie
 from coterie.framework.config import Config
 from coterie.framework.message import Message
 from coterie.render.encode import to_plain
-from coterie.storage.sql import SQLStore, create_engine, upgrade
+from coterie.storage.migrate import upgrade
+from coterie.storage.sql import SQLStore, create_engine
 
 ROLLS = 40
 CONFIG = {

@@ -12,7 +12,7 @@ import pytest
 from coterie.framework.config import DATABASE_URL_ENV, load_config
 from coterie.ops import cli
 from coterie.ops.export import SESSIONS, iso, room_log, to_markdown
-from coterie.storage.sql import open_store
+from coterie.storage.migrate import open_store
 from coterie.storage.state import MemoryStore, RollRecord, StateStore
 
 ROOM = "console:table"

@@ -260,7 +260,7 @@ async def test_a_worker_killed_mid_request_loses_nothing_acknowledged(setup: Set
 
 async def test_claims_are_atomic_across_engines_on_postgresql(postgres: Any) -> None:
     """Two stores (two engines: two workers) race for the same ids: each is claimed once."""
-    from coterie.storage.sql import upgrade
+    from coterie.storage.migrate import upgrade
     from coterie_slack.dedup import NEW, RecentDeliveries
     from coterie_telegram.records import SeenIds
 

@@ -15,7 +15,8 @@ import sqlalchemy as sa
 from coterie.errors import ConfigError
 from coterie.framework.config import DATABASE_URL_ENV, load_config, parse_config
 from coterie.ops import cli
-from coterie.storage.sql import SQLStore, create_engine, current, head_revision, open_store, upgrade
+from coterie.storage.migrate import current, head_revision, open_store, upgrade
+from coterie.storage.sql import SQLStore, create_engine
 from coterie.storage.state import MemoryStore, RollRecord, RoomState, StateStore, Transaction
 
 

@@ -21,22 +21,11 @@ from coterie.framework.message import Message
 from coterie.framework.metrics import Metrics
 from coterie.framework.plugins import PluginHost
 from coterie.framework.ratelimit import RateLimiter, describe_wait
+from coterie.framework.replies import check_elements, error_reply, localise_buttons
 from coterie.framework.variant import RoomSettings, Variant
 from coterie.render.elements import (
-    BR,
-    NODE_TYPES,
-    Actions,
-    Bold,
-    Button,
-    Code,
-    Die,
-    Italic,
-    LineBreak,
-    Node,
     Reply,
-    Strike,
     Text,
-    code,
     roll_footer,
 )
 from coterie.storage.state import AmbientStore, MemoryStore, StateStore, Transaction
@@ -51,16 +40,6 @@ ROOM_SETTINGS = "coterie.rooms"
 SETTINGS_MEMO_SIZE = 1024
 #: state namespace of a room's sessions: ``{"current": {...} | None, "history": [...]}``
 SESSIONS = "coterie.sessions"
-
-
-def error_reply(message: str, usage: str | None = None, hint: str | None = None) -> Reply:
-    """A friendly error: what went wrong, then how the command is written."""
-    body: list[Node] = [Text(f"⚠ {message}")]
-    if hint:
-        body += [BR, Text(hint)]
-    if usage:
-        body += [BR, Text("Usage: "), code(usage)]
-    return Reply(body, kind="error")
 
 
 class Coterie:
@@ -348,7 +327,7 @@ class Coterie:
             if self._room_writes != writes:  # the command changed room settings (`!set prefix`)
                 settings = await self.room_settings(message.room_key)
             if settings.prefix != "!":  # buttons are written with "!": only another prefix
-                reply.body = [_localise_buttons(node, settings.prefix) for node in reply.body]
+                reply.body = [localise_buttons(node, settings.prefix) for node in reply.body]
             await self.host.call_async(
                 "coterie_before_reply", app=self, message=message, reply=reply
             )
@@ -470,24 +449,8 @@ class Coterie:
             result = await result
         reply = result if isinstance(result, Reply) else Reply(list(result))
         reply.body = [Text(node) if isinstance(node, str) else node for node in reply.body]
-        _check_elements(reply.body)
+        check_elements(reply.body)
         return reply
-
-
-#: element types without children, checked by exact type first (the common case)
-_LEAVES = frozenset({Text, Die, LineBreak, Code})
-
-
-def _check_elements(nodes: Sequence[Node]) -> None:
-    """Refuse a reply tree holding anything but elements (what ``walk`` visits, without its
-    generators: this runs on every reply)."""
-    for node in nodes:
-        if type(node) in _LEAVES:
-            continue
-        if isinstance(node, Bold | Italic | Strike):
-            _check_elements(node.children)
-        elif not isinstance(node, NODE_TYPES):
-            raise TypeError(f"a reply may hold only elements, not {node!r}")
 
 
 async def current_session(store: StateStore | Transaction, room_key: str) -> str | None:
@@ -520,10 +483,3 @@ def _with_plugin(command: Command, plugin: str) -> Command:
     from dataclasses import replace
 
     return replace(command, plugin=plugin)
-
-
-def _localise_buttons(node: Node, prefix: str) -> Node:
-    """Buttons carry commands written with ``!``, like usage lines: shown in the room's prefix."""
-    if not isinstance(node, Actions):
-        return node
-    return Actions(tuple(Button(b.label, localise(b.command, prefix)) for b in node.buttons))

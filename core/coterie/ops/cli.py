@@ -43,7 +43,7 @@ def _app(config: Config, dice: DiceSource | None = None, store: Any = None) -> A
 
 async def _open_store(config: Config) -> Any:
     """The config's state store (``[state]``; SQLite under ``data_dir`` by default), migrated."""
-    from coterie.storage.sql import open_store
+    from coterie.storage.migrate import open_store
 
     return await open_store(config)
 
@@ -158,8 +158,14 @@ def cmd_config_check(args: argparse.Namespace) -> int:
 
 
 def cmd_db(args: argparse.Namespace) -> int:
-    from coterie.storage.sql import current, display_url, head_revision, is_memory_url, sqlite_file
-    from coterie.storage.sql import upgrade as upgrade_db
+    from coterie.storage.migrate import (
+        current,
+        display_url,
+        head_revision,
+        is_memory_url,
+        sqlite_file,
+    )
+    from coterie.storage.migrate import upgrade as upgrade_db
 
     config = _config(args.config)
     url = config.database_url()
@@ -188,7 +194,8 @@ def cmd_db(args: argparse.Namespace) -> int:
 
 def cmd_export(args: argparse.Namespace) -> int:
     from coterie.ops.export import room_log, to_json, to_markdown
-    from coterie.storage.sql import SQLStore, display_url, sqlite_file
+    from coterie.storage.migrate import display_url, sqlite_file
+    from coterie.storage.sql import SQLStore
 
     config = _config(args.config)
     url = config.database_url()

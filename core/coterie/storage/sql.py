@@ -1,9 +1,9 @@
 """The persistent state store: SQLAlchemy 2 (async) on SQLite (WAL, the default) or PostgreSQL.
 
-:class:`SQLStore` implements :class:`coterie.state.StateStore` over two tables, ``kv`` (JSON values
-by namespace and key) and ``rolls`` (the roll log); the schema is kept by the Alembic migrations
-in ``coterie/migrations`` and applied by :func:`upgrade` (``open_store`` does it on start,
-``coterie db upgrade`` by hand). See ``docs/storage.md``.
+:class:`SQLStore` implements :class:`coterie.storage.state.StateStore` over two tables, ``kv`` (JSON
+values by namespace and key) and ``rolls`` (the roll log); the schema is kept by the Alembic
+migrations in ``coterie/storage/migrations``, applied by :mod:`coterie.storage.migrate`
+(``open_store`` does it on start, ``coterie db upgrade`` by hand). See ``docs/storage.md``.
 
 Transactions and locking:
 
@@ -42,10 +42,10 @@ from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
 from coterie.errors import ConfigError
-from coterie.storage.state import MemoryStore, RollRecord, StateStore, Transaction, check_json
+from coterie.storage.state import RollRecord, StateStore, Transaction, check_json
 
 if TYPE_CHECKING:
-    from coterie.framework.config import Config
+    pass
 
 log = logging.getLogger(__name__)
 
@@ -136,7 +136,7 @@ def normalize_url(url: str | URL) -> URL:
     )
 
 
-def _safe(url: URL) -> str:
+def safe_url(url: URL) -> str:
     return url.render_as_string(hide_password=True)
 
 
@@ -153,7 +153,7 @@ def create_engine(url: str | URL) -> AsyncEngine:
         else:
             engine = create_async_engine(parsed, pool_pre_ping=True)
     except (NoSuchModuleError, ImportError) as error:  # pragma: no cover - dependencies missing
-        raise ConfigError(f"state.url: no driver for {_safe(parsed)}: {error}") from None
+        raise ConfigError(f"state.url: no driver for {safe_url(parsed)}: {error}") from None
     except OSError as error:
         raise ConfigError(
             f"state.url: cannot create the directory of {parsed.database}: {error.strerror}"
@@ -410,122 +410,3 @@ class SQLStore:
 
     async def close(self) -> None:
         await self.engine.dispose()
-
-
-# --- migrations ----------------------------------------------------------------------------
-
-#: Alembic's script location: the ``migrations`` package next to this module
-SCRIPT_LOCATION = "coterie.storage:migrations"
-
-
-def alembic_config(connection: Connection | None = None) -> Any:
-    """An Alembic ``Config`` for coterie's migrations (no ``alembic.ini``); with
-    ``connection``, ``env.py`` migrates through it."""
-    from alembic.config import Config as AlembicConfig
-
-    config = AlembicConfig()
-    config.set_main_option("script_location", SCRIPT_LOCATION)
-    if connection is not None:
-        config.attributes["connection"] = connection
-    return config
-
-
-def head_revision() -> str:
-    """The newest migration shipped with this version of coterie."""
-    from alembic.script import ScriptDirectory
-
-    head = ScriptDirectory.from_config(alembic_config()).get_current_head()
-    assert head is not None
-    return head
-
-
-def _upgrade(connection: Connection) -> None:
-    from alembic import command
-
-    if connection.dialect.name == "postgresql":  # two workers starting at once take turns
-        connection.execute(
-            sa.select(
-                sa.func.pg_advisory_xact_lock(ADVISORY_CLASS, sa.func.hashtext(MIGRATION_LOCK))
-            )
-        )
-    command.upgrade(alembic_config(connection), "head")
-
-
-def _current(connection: Connection) -> str | None:
-    from alembic.runtime.migration import MigrationContext
-
-    return MigrationContext.configure(connection).get_current_revision()
-
-
-async def _with_engine(
-    target: str | URL | AsyncEngine, work: Callable[[AsyncEngine], Awaitable[T]]
-) -> T:
-    engine = target if isinstance(target, AsyncEngine) else create_engine(target)
-    try:
-        return await work(engine)
-    except (OSError, DBAPIError) as error:
-        url = _safe(engine.url)
-        detail = error.orig if isinstance(error, DBAPIError) else error
-        raise ConfigError(f"state: cannot use the database {url}: {detail}") from None
-    finally:
-        if engine is not target:
-            await engine.dispose()
-
-
-async def upgrade(target: str | URL | AsyncEngine) -> None:
-    """Bring the database at ``target`` (a URL or an engine) to the newest schema; a database
-    already there is left alone. The database (on SQLite: the file and its directory) is
-    created if missing — on PostgreSQL the database itself must exist."""
-
-    async def work(engine: AsyncEngine) -> None:
-        async with engine.begin() as conn:
-            await conn.run_sync(_upgrade)
-
-    await _with_engine(target, work)
-
-
-async def current(target: str | URL | AsyncEngine) -> str | None:
-    """The schema revision of the database at ``target`` (``None``: not migrated yet)."""
-
-    async def work(engine: AsyncEngine) -> str | None:
-        async with engine.connect() as conn:
-            if engine.dialect.name == "sqlite":
-                conn = await conn.execution_options(coterie_begin="DEFERRED")
-            return await conn.run_sync(_current)
-
-    return await _with_engine(target, work)
-
-
-def is_memory_url(url: str) -> bool:
-    """``memory://``: the process-local :class:`~coterie.state.MemoryStore`."""
-    return url.strip().lower().startswith("memory:")
-
-
-def sqlite_file(url: str) -> Path | None:
-    """The database file of a SQLite URL (``None`` for any other URL)."""
-    if is_memory_url(url):
-        return None
-    parsed = normalize_url(url)
-    if parsed.get_backend_name() != "sqlite" or parsed.database is None:
-        return None
-    return Path(parsed.database).expanduser()
-
-
-def display_url(url: str) -> str:
-    """``url`` with any password hidden."""
-    return url if is_memory_url(url) else _safe(normalize_url(url))
-
-
-async def open_store(config: Config) -> StateStore:
-    """The state store the config names (``$COTERIE_DATABASE_URL``, ``[state] url``, else the
-    SQLite file ``coterie.db`` under ``data_dir``), migrated to the newest schema."""
-    url = config.database_url()
-    if is_memory_url(url):
-        return MemoryStore()
-    engine = create_engine(url)
-    try:
-        await upgrade(engine)
-    except BaseException:
-        await engine.dispose()
-        raise
-    return SQLStore(engine)

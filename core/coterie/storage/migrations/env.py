@@ -1,9 +1,9 @@
 """Alembic's environment for coterie's schema.
 
-coterie runs it programmatically (:func:`coterie.sqlstore.upgrade`), handing over a synchronous
-connection of its async engine in ``config.attributes["connection"]`` (through ``run_sync``).
-Without one (e.g. ``alembic`` run by hand with ``sqlalchemy.url`` set), it opens an async engine
-for that URL itself.
+coterie runs it programmatically (:func:`coterie.storage.migrate.upgrade`), handing over a
+synchronous connection of its async engine in ``config.attributes["connection"]`` (through
+``run_sync``). Without one (e.g. ``alembic`` run by hand with ``sqlalchemy.url`` set), it opens an
+async engine for that URL itself.
 """
 
 from __future__ import annotations
