@@ -332,6 +332,10 @@ class Coterie:
                 "coterie_before_reply", app=self, message=message, reply=reply
             )
             limit_reply(reply, self.config.limits.max_reply_length)
+            for part in reply.private:
+                private = Reply(part.body)
+                limit_reply(private, self.config.limits.max_reply_length)
+                part.body = private.body
         if command is not None:
             self.metrics.observe(
                 platform=message.platform,
@@ -450,6 +454,8 @@ class Coterie:
         reply = result if isinstance(result, Reply) else Reply(list(result))
         reply.body = [Text(node) if isinstance(node, str) else node for node in reply.body]
         check_elements(reply.body)
+        for part in reply.private:
+            check_elements(part.body)
         return reply
 
 

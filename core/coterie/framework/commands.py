@@ -42,6 +42,8 @@ class CommandContext:
     #: the session open in the room, if any (its id)
     session: str | None = None
     rolls: int = 0
+    #: the rolls of this command are secret (logged as such, hidden from ``!log`` until revealed)
+    secret: bool = False
 
     @property
     def args(self) -> str:
@@ -99,7 +101,7 @@ class CommandContext:
             botch=self.variant.is_botch(outcome),
             expected=expected_successes(self.variant, request),
             session=self.session,
-            detail=outcome.as_json(),
+            detail={**outcome.as_json(), "secret": True} if self.secret else outcome.as_json(),
         )
         await self.store.log_roll(record)
 
