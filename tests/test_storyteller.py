@@ -194,3 +194,124 @@ async def test_a_reply_with_private_parts_survives_json() -> None:
     broken["body"][0] = {"t": "script"}
     with pytest.raises(ValueError, match="unknown node type"):
         reply_from_json(broken)
+
+
+# --- scenes ---------------------------------------------------------------------------------------
+
+
+async def test_scenes_group_the_log_and_the_export() -> None:
+    from coterie.ops.export import room_log, to_json, to_markdown
+
+    t = await claimed()
+    assert "No scene is being played" in await t.ok("bob", "!scene")
+    assert "only the Storyteller" in await t.error("bob", "!scene start Elysium")
+    await t.ok("st", "!session start night one")
+    t.faces(9)
+    await t.ok("alice", "!roll 1 6")  # before any scene
+    assert "Scene Elysium begins" in await t.ok("st", "!scene start Elysium")
+    assert "Scene: Elysium" in await t.ok("bob", "!scene")
+    t.faces(8, 8)
+    await t.ok("alice", "!roll 2 6")
+    t.faces(3)
+    await t.ok("bob", "!roll 1 6 secret")
+    shown = await t.ok("st", "!scene start The Docks")
+    assert "Scene Elysium ends. Scene The Docks begins" in shown
+    t.faces(10)
+    await t.ok("bob", "!roll 1 6")
+    assert "Scene The Docks ends after" in await t.ok("st", "!scene end")
+    assert "no scene is being played" in await t.error("st", "!scene end")
+    await t.ok("st", "!session end")  # the session record keeps its scenes
+    log = await room_log(t.app.state, "test:r")
+    scenes = [r["detail"].get("scene") for r in log["rolls"]]
+    assert scenes == [None, "Elysium", "Elysium", "The Docks"]
+    markdown = to_markdown(log)
+    elysium, docks = markdown.index("### Scene: Elysium"), markdown.index("### Scene: The Docks")
+    assert markdown.index("| 9 |") < elysium < markdown.index("| 8 8 |") < docks
+    assert (
+        markdown.index("| 3 | 0 successes (failure) — secret |") < docks < markdown.index("| 10 |")
+    )
+    assert '"scene": "The Docks"' in to_json(log)
+
+
+async def test_sessions_and_scenes_share_the_record_without_losing_each_other() -> None:
+    t = await claimed()
+    await t.ok("st", "!scene start Prelude")
+    await t.ok("st", "!session start")
+    await t.ok("st", "!session end")
+    assert "Scene: Prelude" in await t.ok("bob", "!scene")
+    await t.ok("st", "!session start")
+    assert "Session" in await t.ok("bob", "!session") and "Prelude" in await t.ok("bob", "!scene")
+
+
+# --- initiative -----------------------------------------------------------------------------------
+
+
+async def test_d10_initiative_orders_by_dex_wits_and_a_die_with_celerity_after_everyone() -> None:
+    t = await claimed()
+    t.faces(8)
+    shown = await t.ok("alice", "!init add Alice 3+3 celerity 2")
+    assert "Alice joins the fight" in shown and "Dex+Wits 6 + 8 = 14" in shown
+    t.faces(9)
+    await t.ok("st", "!init add Guard 5")  # 5 + 9 = 14: a tie on the total; 6 beats 5
+    t.faces(2)
+    listing = await t.ok("bob", "!init add Bob 4")
+    order = [line.split(". ")[1].split(" (")[0] for line in listing.splitlines() if ". " in line]
+    assert order == ["Alice", "Guard", "Bob"]
+    assert "then extra actions:" in listing and listing.count("+ Alice") == 2
+    assert "▶ 1. Alice" in listing
+    moves = [await t.ok("st", "!init next") for _ in range(5)]
+    assert [m.split(" acts")[0] for m in moves] == ["Guard", "Bob", "Alice", "Alice", "Alice"]
+    assert "(an extra action)" in moves[2] and "(an extra action)" in moves[3]
+    assert moves[4].startswith("Alice acts.") and "Round 2" in moves[4]
+    assert "only whoever added Guard" in await t.error("bob", "!init remove Guard")
+    assert "Guard leaves the fight" in await t.ok("st", "!init remove guard")
+    assert "Bob" in await t.ok("alice", "!init")
+    assert "over after 2 round(s)" in await t.ok("st", "!init end")
+    assert "No fight is being tracked" in await t.ok("bob", "!init")
+
+
+async def test_ties_are_rolled_off_until_they_break() -> None:
+    t = await claimed()
+    t.faces(5)
+    await t.ok("alice", "!init add Alice 4")
+    t.faces(5, 7, 7, 2, 6)  # Bob's die ties Alice exactly; the roll-offs tie once, then 2-6
+    listing = await t.ok("bob", "!init add Bob 4")
+    first = listing.split("1. ")[1]
+    assert first.startswith("Bob (Dex+Wits 4 + 5 = 9, tie roll 7 6)")
+    assert "Alice (Dex+Wits 4 + 5 = 9, tie roll 7 2)" in listing
+
+
+async def test_d6_initiative_follows_the_document_example() -> None:
+    t = await claimed("d6")
+    # a bare !initiative (or !init) is the tracker's; with sides it is d6's one-message ordering
+    assert "No fight is being tracked" in await t.ok("st", "!initiative")
+    assert "Jack" in await t.ok("st", "!initiative Jack: P4 M3; Sabbat: P4 M1")
+    await t.ok("st", "!init add Jack P4 M3 hunter")
+    listing = await t.ok("st", "!init add Sabbat P4 M1 hunter")
+    assert listing.index("1. Jack") < listing.index("2. Sabbat")
+    t.faces(3, 5)  # the document: equal Traits roll a die, the highest first
+    listing = await t.ok("st", "!init add Ghoul P4 M1 hunter")
+    assert listing.index("2. Ghoul") < listing.index("3. Sabbat")
+    fast = await t.ok("st", "!init add Runner P2 M2 hunter celerity")
+    assert fast.index("1. Runner") < fast.index("2. Jack")  # after Hunter, Celerity first
+    assert "then extra actions:" in fast and "+ Runner" in fast
+
+
+async def test_v5_initiative_is_ranged_then_close_then_the_rest() -> None:
+    t = await claimed("v5")
+    await t.ok("st", "!init add Talker other")
+    await t.ok("st", "!init add Brawler close")
+    listing = await t.ok("st", "!init add Shooter ranged")
+    assert listing.index("Shooter") < listing.index("Brawler") < listing.index("Talker")
+    assert "say what they do this turn" in await t.error("st", "!init add Odd 5")
+
+
+async def test_init_errors_change_nothing() -> None:
+    t = await claimed()
+    assert "no fight is being tracked" in await t.error("bob", "!init next")
+    assert "Give a name first" in await t.error("bob", "!init add")
+    assert "Dexterity + Wits is 0 to 20" in await t.error("bob", "!init add Bob 25")
+    t.faces(4)
+    await t.ok("bob", "!init add Bob 3")
+    assert "in the fight already" in await t.error("bob", "!init add bob 3")
+    assert "nobody called `zed`" in await t.error("bob", "!init remove zed")
