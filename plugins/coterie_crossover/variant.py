@@ -87,6 +87,8 @@ class CrossoverOutcome(Outcome):
     actor: rules.PoolRoll | None
     opponent: rules.PoolRoll | None = None
     variant: str = "crossover"
+    #: a contest between two chat users: the challenger's and the answerer's names
+    names: tuple[str, str] | None = None
 
     @property
     def faces(self) -> tuple[int, ...]:  # type: ignore[override]
@@ -403,23 +405,28 @@ def contest_line(outcome: CrossoverOutcome) -> list[Node]:
             Text(" vs "),
             bold(f"{race.opponent}/{race.target}"),
         ]
+        names = outcome.names
         if race.winner == "actor":
-            line.append(Text(" — you reach the goal first and win!"))
+            first = f"{names[0]} reaches" if names else "you reach"
+            line.append(Text(f" — {first} the goal first and win{'s' if names else ''}!"))
         elif race.winner == "opponent":
-            line.append(Text(" — the other side reaches the goal first and wins."))
+            other = names[1] if names else "the other side"
+            line.append(Text(f" — {other} reaches the goal first and wins."))
         elif race.winner == "tie":
             line.append(Text(" — both reach the goal together, dead level: a tie."))
         return line
     resisted = outcome.resisted
     assert resisted is not None
+    by = Text(f" by {plural(resisted.net, 'success')}")
     if resisted.winner == "actor":
-        return [Text("Resisted: "), bold("you win"), Text(f" by {plural(resisted.net, 'success')}")]
+        winner = f"{outcome.names[0]} wins" if outcome.names else "you win"
+        return [Text("Resisted: "), bold(winner), by]
     if resisted.winner == "opponent":
-        return [
-            Text("Resisted: "),
-            bold("the other side wins"),
-            Text(f" by {plural(resisted.net, 'success')}"),
-        ]
+        winner = f"{outcome.names[1]} wins" if outcome.names else "the other side wins"
+        return [Text("Resisted: "), bold(winner), by]
+    if outcome.names:
+        between = f"a tie between {outcome.names[0]} and {outcome.names[1]}"
+        return [Text("Resisted: "), italic(between), Text(" — neither side gets the better")]
     return [Text("Resisted: "), italic("a tie"), Text(" — neither side gets the better")]
 
 

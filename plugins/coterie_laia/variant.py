@@ -95,6 +95,8 @@ class LaiaOutcome(Outcome):
     actor: rules.Throw
     opponent: rules.Throw | None = None
     variant: str = "laia"
+    #: a contest between two chat users: the challenger's and the answerer's names
+    names: tuple[str, str] | None = None
 
     @property
     def faces(self) -> tuple[int, ...]:  # type: ignore[override]
@@ -471,4 +473,4 @@ def body(outcome: LaiaOutcome) -> list[Node]:
 
 def verdict(outcome: LaiaOutcome) -> list[Node]:
     assert outcome.resisted is not None
-    return pools.resisted_verdict(outcome.resisted, outcome.contest, rules.degree)
+    return pools.resisted_verdict(outcome.resisted, outcome.contest, rules.degree, outcome.names)

@@ -11,7 +11,7 @@ import json
 from datetime import UTC, datetime
 from typing import Any
 
-from coterie.storage.state import RollRecord, StateStore
+from coterie.storage.state import RollRecord, StateStore, faces_text
 
 #: the namespace of the sessions of each room (key: the room key)
 SESSIONS = "coterie.sessions"
@@ -104,7 +104,7 @@ def to_markdown(log: dict[str, Any]) -> str:
         ]
         for r in mine:
             who = r.display_name or r.user
-            faces = " ".join(str(face) for face in r.faces)
+            faces = faces_text(r)
             lines.append(
                 f"| {iso(r.time)} | {_cell(r.id)} | {_cell(who)} | {_cell(r.request)} "
                 f"| {faces} | {_cell(result_text(r))} |"
