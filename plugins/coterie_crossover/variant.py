@@ -41,6 +41,7 @@ GRAMMAR = Grammar(
     options=(
         DIFF,
         WILLPOWER,
+        pools.NO_SPECIALTY,
         Option("auto", "flag", "take an automatic (marginal) success instead of rolling"),
         Option(
             "ext",
@@ -59,6 +60,7 @@ GRAMMAR = Grammar(
         options=(
             DIFF,
             WILLPOWER,
+            pools.NO_SPECIALTY,
             Option(
                 "progress",
                 "int",
@@ -189,6 +191,7 @@ class CrossoverVariant(pools.StorytellerActions, Variant[CrossoverRequest, Cross
     house_rules = HOUSE_RULES
 
     def build(self, parsed: Parsed, settings: RoomSettings) -> CrossoverRequest:
+        pools.refuse_specialty(parsed, self.name)
         default = self.room_difficulty(settings) or rules.DEFAULT_DIFFICULTY
         actor = side(parsed, default)
         automatic = parsed.flag("auto")
@@ -257,6 +260,12 @@ class CrossoverVariant(pools.StorytellerActions, Variant[CrossoverRequest, Cross
                     "teamwork members each roll a plain pool (no `auto`, `vs` or `ext`)"
                 )
 
+    def degree_label(self, successes: int) -> str | None:
+        if successes <= 0:
+            return None
+        label = rules.degree(successes)
+        return f"{label}, a momentous result" if rules.momentous(successes) else label
+
     def team(self, outcomes: Sequence[CrossoverOutcome]) -> list[Node]:
         rolls = [outcome.actor for outcome in outcomes if outcome.actor is not None]
         result = rules.teamwork(rolls)
@@ -299,6 +308,8 @@ class CrossoverVariant(pools.StorytellerActions, Variant[CrossoverRequest, Cross
             BR,
         ]
         for option in GRAMMAR.options:
+            if option is pools.NO_SPECIALTY:
+                continue
             body += [code(option.syntax()), Text(f" — {option.help}"), BR]
         body += [
             code("vs POOL [DIFFICULTY]"),

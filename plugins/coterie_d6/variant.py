@@ -14,7 +14,7 @@ from coterie.dice.odds import Distribution, require_rules
 from coterie.dice.sources import DiceSource
 from coterie.errors import UsageError
 from coterie.framework.grammar import Grammar, Option, Parsed, Positional
-from coterie.framework.variant import Outcome, RoomSettings, Standing, Variant
+from coterie.framework.variant import Outcome, RoomSettings, SidePart, Standing, Variant
 from coterie.render.elements import BR, Die, Node, Role, Text, bold, code
 from coterie.rulekit.pools import plural
 from coterie_d6 import rules
@@ -321,6 +321,7 @@ class D6Variant(Variant[D6Request, D6Outcome]):
         "each die at or above it is a success."
     )
     grammar = GRAMMAR
+    extended_contests = True
 
     def build(self, parsed: Parsed, settings: RoomSettings) -> RollRequest | ContestRequest:
         versus = parsed.versus
@@ -443,6 +444,24 @@ class D6Variant(Variant[D6Request, D6Outcome]):
         if isinstance(outcome, ContestOutcome):
             return Standing(winner=sides[outcome.contest.winner])
         return None
+
+    def contest_sides(self, outcome: D6Outcome) -> tuple[SidePart, SidePart] | None:
+        """The attacker's dice over every round (a tie is rolled again), then the defender's;
+        each side's successes are those of the last round rolled."""
+        if isinstance(outcome, SeesawOutcome):
+            rounds = outcome.seesaw.rounds
+        elif isinstance(outcome, ContestOutcome):
+            rounds = outcome.contest.rounds
+        else:
+            return None
+        parts = []
+        for side in ("attacker", "defender"):
+            rolls = [getattr(one, side) for one in rounds]
+            faces = tuple(face for roll in rolls for face in roll.faces)
+            successes = rolls[-1].successes if rolls else 0
+            won = bool(rounds) and rounds[-1].winner == side
+            parts.append(SidePart(faces, successes, "success" if won else "failure"))
+        return parts[0], parts[1]
 
     def help(self) -> list[Node]:
         body: list[Node] = [code(GRAMMAR.usage), BR, Text(self.summary), BR]

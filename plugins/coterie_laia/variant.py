@@ -288,6 +288,10 @@ class LaiaVariant(pools.StorytellerActions, Variant[LaiaRequest, LaiaOutcome]):
                     "add the team's total to an extended action's `progress` yourself"
                 )
 
+    def degree_label(self, successes: int) -> str | None:
+        label = rules.degree(successes)
+        return f"{label} success" if label else "Failure"
+
     def team(self, outcomes: Sequence[LaiaOutcome]) -> list[Node]:
         result = rules.teamwork([outcome.actor for outcome in outcomes])
         parts = " + ".join(str(s) for s in result.successes)

@@ -28,6 +28,7 @@ GRAMMAR = Grammar(
     options=(
         difficulty_option(rules.MIN_DIFFICULTY, rules.MAX_DIFFICULTY),
         WILLPOWER,
+        pools.NO_SPECIALTY,
         Option("auto", "flag", "take an automatic (marginal) success instead of rolling"),
         Option(
             "multi",
@@ -75,6 +76,7 @@ GRAMMAR = Grammar(
         positionals=(POOL, DIFFICULTY),
         options=(
             WILLPOWER,
+            pools.NO_SPECIALTY,
             Option(
                 "progress",
                 "int",
@@ -225,6 +227,7 @@ class RevisedVariant(pools.StorytellerActions, Variant[RevisedRequest, RevisedOu
     house_rules = HOUSE_RULES
 
     def build(self, parsed: Parsed, settings: RoomSettings) -> RevisedRequest:
+        pools.refuse_specialty(parsed, self.name)
         house = {rule.name: settings.rule(self, rule.name) for rule in self.house_rules}
         default = self.room_difficulty(settings) or rules.DEFAULT_DIFFICULTY
         actions = parsed.int("multi") or 1
@@ -334,6 +337,9 @@ class RevisedVariant(pools.StorytellerActions, Variant[RevisedRequest, RevisedOu
                     "teamwork members roll plain pools (no `auto`, `vs`, `ext` or `multi`)"
                 )
 
+    def degree_label(self, successes: int) -> str | None:
+        return rules.degree(successes) if successes > 0 else None
+
     def team(self, outcomes: Sequence[RevisedOutcome]) -> list[Node]:
         rolls = [outcome.actor for outcome in outcomes if outcome.actor is not None]
         result = rules.teamwork(rolls)
@@ -358,6 +364,8 @@ class RevisedVariant(pools.StorytellerActions, Variant[RevisedRequest, RevisedOu
             BR,
         ]
         for option in GRAMMAR.options:
+            if option is pools.NO_SPECIALTY:
+                continue
             body += [code(option.syntax()), Text(f" — {option.help}"), BR]
         body += [
             code("vs POOL [DIFFICULTY]"),

@@ -719,6 +719,11 @@ def build_side(parsed: Parsed, *, opposing: bool) -> Side:
         raise UsageError(f"a Trait has no negative dots: `{written}` is not a pool")
     first = written.terms[0].trait
     tracker = first if first in rules.TRACKERS else None
+    if tracker is not None and parsed.flag("specialty"):
+        raise UsageError(
+            f"a specialty belongs to a Skill, and a {tracker.title()} roll uses none: leave out "
+            "`spec`"
+        )
     if opposing and "difficulty" in parsed.values:
         raise UsageError(
             "the opposition has no Difficulty in a contest: both sides count successes"

@@ -260,6 +260,11 @@ class Variant(ABC, Generic[RequestT, OutcomeT]):
         """The teamwork line for the members' rolled outcomes (after :meth:`check_team`)."""
         return []
 
+    def degree_label(self, successes: int) -> str | None:
+        """The rule set's word for a total of ``successes`` (teamwork over several messages
+        without a target), e.g. ``Exceptional``; ``None`` when it has none."""
+        return None
+
     # --- actions that span messages (core's !extended, !team start, !contest, retry NAME) -----
 
     def is_botch(self, outcome: OutcomeT) -> bool:

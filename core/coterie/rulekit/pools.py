@@ -23,6 +23,21 @@ TEN_POINT_RULE = (
 POOL = Positional("pool", "dice pool, e.g. 7 or 3+4", kind="pool", required=True)
 WILLPOWER = Option("wp", "flag", "spend a Willpower point: one automatic success", key="willpower")
 
+#: ``spec`` in a rule set whose document has no specialty rule: read, so that it is refused with
+#: the reason instead of "unknown option" (see :func:`refuse_specialty`); left out of the help
+NO_SPECIALTY = Option(
+    "spec", "flag", "not in these rules: no specialty rule", aliases=("specialty",), key="specialty"
+)
+
+
+def refuse_specialty(parsed: Parsed, rules_name: str) -> None:
+    """Refuse ``spec`` on either side of a roll of a rule set without a specialty rule."""
+    if parsed.flag("specialty") or (parsed.versus is not None and parsed.versus.flag("specialty")):
+        raise UsageError(
+            f"the {rules_name} rules have no specialty rule, so `spec` changes nothing here: ask "
+            "the Storyteller for a bonus die or a lower difficulty instead"
+        )
+
 
 _NUMBERS = {1: "one", 2: "two", 3: "three", 4: "four"}
 
