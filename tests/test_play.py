@@ -267,10 +267,10 @@ async def test_teamwork_adds_each_members_successes() -> None:
     await t.ok("mia", "!team start research 6")
     t.faces(9, 9, 2)
     out = await t.ok("lynn", "!roll 3 for research")
-    assert "2/6" in out and "Teamwork: 2 successes" in out
+    assert "2/6" in out and "(Lynn 2) — 4 short of the target" in out
     t.faces(1, 2, 3)
     out = await t.ok("kim", "!roll 3 for research")
-    assert "member 2 botched" in out  # flagged, as the rule set says
+    assert "Kim botched" in out  # flagged by name, as the rule set says
     t.faces(9, 9, 9, 9)
     assert "the target is reached" in await t.ok("mia", "!roll 4 for research")
     assert "there is no open teamwork" in await t.error("mia", "!team end research")
@@ -278,7 +278,8 @@ async def test_teamwork_adds_each_members_successes() -> None:
     t.faces(9, 9)
     await t.ok("lynn", "!roll 2 for watch")
     assert "only the leader" in await t.error("lynn", "!team end watch")
-    assert "ends after 1 roll: Teamwork: 2 successes" in await t.ok("mia", "!team end watch")
+    out = await t.ok("mia", "!team end watch")
+    assert "ends after 1 roll by 1 member: Teamwork: 2 successes (Lynn 2) — Moderate" in out
 
 
 async def test_v5_teamwork_adds_a_die_per_helper_to_the_leaders_roll() -> None:
