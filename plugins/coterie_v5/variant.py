@@ -515,12 +515,13 @@ class V5Variant(Variant[Request, AnyOutcome]):
         chat users is remembered for both players, each with their own side."""
         if context.state is None:
             return outcome
-        stamp = {"time": time.time(), "session": context.session}
+        stamp: dict[str, Any] = {"time": time.time(), "session": context.session}
+        record: dict[str, Any]
         if isinstance(outcome, RouseOutcome):
             record = {"kind": "check", "check": "rouse", **stamp}
             await context.state.set(LAST_ROLL.format(user=context.user), record)
             return outcome
-        roll = {
+        roll: dict[str, Any] = {
             "kind": "roll",
             "request": outcome.request.to_json(),
             "faces": list(outcome.all_faces),
