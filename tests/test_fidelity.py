@@ -87,6 +87,61 @@ async def test_3_v5_contest_each_side_rerolls_their_own_dice() -> None:
     assert "already re-rolled" in await t.error("bob", "!reroll")
 
 
+async def test_3_v5_answerer_odds_of_a_reroll_are_for_their_own_side() -> None:
+    t = Table("v5")
+    await t.ok("alice", "!contest @bob 4 2")
+    t.faces(9, 2, 2, 2, 2, 9, 9)  # Alice 1 success; Bob regular 2 9, Hunger 9: 2 successes
+    await t.ok("bob", "!resist 3 1")
+    out = await t.ok("bob", "!odds reroll")
+    # Bob's one failed regular die (the 2); he wins unless... he cannot lose by re-rolling it
+    assert "now a won contest (2 successes)" in out
+    assert "Re-roll failures (2): chance of winning the contest 100%" in out
+
+
+async def test_3_v5_a_contest_reroll_leaves_a_later_roll_alone() -> None:
+    t = Table("v5")
+    await t.ok("alice", "!contest @bob 4 2")
+    t.faces(9, 2, 2, 2, 2, 9, 9)
+    await t.ok("bob", "!resist 3 1")
+    t.faces(2, 2, 2)
+    await t.ok("alice", "!roll 3")  # Alice's most recent roll is now this one
+    t.faces(9)
+    assert "Bob wins" in await t.ok("bob", "!reroll")
+    t.faces(9, 9, 9)
+    out = await t.ok("alice", "!reroll")  # her own plain roll, untouched by Bob's re-roll
+    assert "2 2 2 → 9 9 9" in out and "Contest" not in out
+
+
+@pytest.mark.parametrize(
+    ("variant", "challenge", "answer", "faces", "alice", "bob"),
+    [
+        ("revised", "3 6", "2 6", (9, 9, 2, 9, 2), (9, 9, 2), (9, 2)),
+        ("laia", "3 6", "2 6", (9, 9, 2, 9, 2), (9, 9, 2), (9, 2)),
+        ("crossover", "3 6", "2 6", (9, 9, 2, 9, 2), (9, 9, 2), (9, 2)),
+        ("v5", "3 1", "2", (9, 2, 9, 9, 2), (9, 2, 9), (9, 2)),
+        ("d6", "2", "2", (5, 1, 2, 2), (5, 1), (2, 2)),
+    ],
+)
+async def test_9_every_rule_set_logs_each_side_under_its_player(
+    variant: str,
+    challenge: str,
+    answer: str,
+    faces: tuple[int, ...],
+    alice: tuple[int, ...],
+    bob: tuple[int, ...],
+) -> None:
+    t = Table(variant)
+    await t.ok("alice", f"!contest @bob {challenge}")
+    t.faces(*faces)
+    await t.ok("bob", f"!resist {answer}")
+    records = {r.user: r for r in await rolls(t)}
+    assert set(records) == {"alice", "bob"}
+    assert tuple(records["alice"].faces) == alice and tuple(records["bob"].faces) == bob
+    assert records["alice"].outcome == "won" and records["bob"].outcome == "lost"
+    assert records["alice"].request == f"!contest @bob {challenge}"
+    assert records["bob"].request == f"!resist {answer}"
+
+
 # --- 4. v5 contest with a Difficulty is refused up front
 
 
