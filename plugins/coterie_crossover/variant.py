@@ -400,9 +400,10 @@ def render(outcome: CrossoverOutcome) -> list[Node]:
         if extended.done:
             body.append(Text(" — done!"))
     if outcome.opponent is not None and request.versus is not None:
-        body += [BR, *setup(request.versus, "Opposed")]
+        opposed = f"Opposed ({outcome.names[1]})" if outcome.names else "Opposed"
+        body += [BR, *setup(request.versus, opposed)]
         body += pools.face_nodes(outcome.opponent.faces, outcome.opponent.roles)
-        body += [BR, Text("Opposed: "), *result_line(outcome.opponent)]
+        body += [BR, Text(f"{opposed}: "), *result_line(outcome.opponent)]
         body += [BR, *contest_line(outcome)]
     return body
 

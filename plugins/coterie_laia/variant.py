@@ -466,10 +466,11 @@ def body(outcome: LaiaOutcome) -> list[Node]:
         if extended.done:
             lines.append(Text(" — done!"))
     if outcome.opponent is not None and request.versus is not None:
+        opposed = f"Opposed ({outcome.names[1]})" if outcome.names else "Opposed"
         opponent = outcome.opponent
-        lines += [BR, Text(setup(request.versus, label="Opposed"))]
+        lines += [BR, Text(setup(request.versus, label=opposed))]
         lines += pools.face_nodes(opponent.faces, opponent.roles)
-        lines += [BR, Text(f"Opposed: # {opponent.total} — "), result_word(opponent)]
+        lines += [BR, Text(f"{opposed}: # {opponent.total} — "), result_word(opponent)]
         lines += [Text(f": {count_line(opponent)}"), *difficulty_note(request.versus)]
         lines += [BR, *verdict(outcome)]
     return lines

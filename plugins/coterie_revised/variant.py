@@ -487,10 +487,11 @@ def render(outcome: RevisedOutcome) -> list[Node]:
         if extended.done:
             body += [Text(" — done!")]
     if outcome.opponent is not None and request.versus is not None:
-        body += [BR, *_setup(request.versus, request, "Opposed"), *_faces(outcome.opponent)]
+        opposed = f"Opposed ({outcome.names[1]})" if outcome.names else "Opposed"
+        body += [BR, *_setup(request.versus, request, opposed), *_faces(outcome.opponent)]
         body += [
             BR,
-            Text("Opposed: "),
+            Text(f"{opposed}: "),
             *_result_line(outcome.opponent, outcome.opponent_free_botch),
         ]
         body += [BR, *_resisted_line(outcome)]

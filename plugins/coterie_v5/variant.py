@@ -289,7 +289,6 @@ class V5Outcome(Outcome):
             "tracker": actor.tracker,
             "rerolled": list(self.rerolled),
             "rerolled_from": list(self.previous),
-            "rerolled_side": self.rerolled_side,
         }
         if self.opponent is not None and self.request.versus is not None:
             data["versus"] = {
