@@ -128,7 +128,7 @@ class CommandContext:
             botch=self.variant.is_botch(outcome),
             expected=expected_successes(self.variant, request),
             session=self.session,
-            detail={**outcome.as_json(), "hunger": outcome.hunger_dice},
+            detail={**outcome.as_json(), "hunger_dice": outcome.hunger_dice},
         )
         await self.store.log_roll(record)
 
@@ -140,11 +140,12 @@ class CommandContext:
         parts: tuple[SidePart, SidePart],
     ) -> None:
         """One record per side of a contest, each under its own player, linked by the contest
-        id: ``won``, ``lost`` or ``standoff`` once the contest is decided, else the side's own
-        result."""
+        id: ``won``, ``lost`` or ``standoff`` once the contest is decided, else (an extended
+        contest goes on, or the rule set reports no standing) the side's own result. The
+        ``detail`` is the whole roll's JSON, with ``contest`` saying which side this is."""
         standing = self.variant.contest_standing(outcome)
         winner = None if standing is None else standing.winner
-        decided = standing is None or not standing.open
+        decided = standing is not None and not standing.open
         written = shorten_request(self.message.text)
         actor_text = written if sides.only == "actor" else sides.actor_request
         rows = (
@@ -182,7 +183,7 @@ class CommandContext:
                     botch=part.botch,
                     expected=None,
                     session=self.session,
-                    detail={**outcome.as_json(), "hunger": part.hunger, "contest": contest},
+                    detail={**outcome.as_json(), "hunger_dice": part.hunger, "contest": contest},
                 )
             )
 

@@ -70,7 +70,7 @@ class RollRecord:
     @property
     def hunger(self) -> int:
         """How many of the last :attr:`faces` are Hunger dice (V5), as the log records it."""
-        value = self.detail.get("hunger", 0) if isinstance(self.detail, dict) else 0
+        value = self.detail.get("hunger_dice", 0) if isinstance(self.detail, dict) else 0
         return value if isinstance(value, int) and 0 <= value <= len(self.faces) else 0
 
 
