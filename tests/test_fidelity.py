@@ -241,6 +241,8 @@ async def test_7_a_fresh_reroll_still_works() -> None:
 
 async def test_8_v5_resist_usage_says_hunger_not_difficulty() -> None:
     t = Table("v5")
+    out = await t.ok("alice", "!contest status")
+    assert "No contest is waiting" in out and "DIFF" not in out and "HUNGER" in out
     out = await t.ok("alice", "!contest @bob 4 2")
     assert "DIFFICULTY" not in out and "HUNGER" in out
     out = await t.error("bob", "!resist")

@@ -135,7 +135,7 @@ async def contest(ctx: CommandContext) -> list[Node]:
         if not open_ones:
             return [
                 Text("No contest is waiting. "),
-                code(f"{prefix}contest @USER POOL DIFF"),
+                code(f"{prefix}contest @USER {_side_usage(ctx.variant)}"),
                 Text(" challenges someone."),
             ]
         body: list[Node] = [bold("Contests")]
