@@ -298,6 +298,15 @@ async def test_10_resist_reply_names_both_players(variant: str) -> None:
     assert re.search(r"Resisted: .*Alice", out), out
 
 
+async def test_10_d6_resist_reply_names_both_players() -> None:
+    t = Table("d6")
+    await t.ok("alice", "!contest @bob 2")
+    t.faces(5, 1, 2, 2)
+    out = await t.ok("bob", "!resist 2")
+    assert "Alice 2 dice vs Bob 2 dice" in out and "Alice wins: 1 − 0" in out
+    assert "attacker" not in out.lower() and "defender" not in out.lower()
+
+
 async def test_10_v5_resist_reply_names_both_players() -> None:
     t = Table("v5")
     await t.ok("alice", "!contest @bob 2")
