@@ -110,9 +110,7 @@ class CommandContext:
         self.rolls += 1
         return self.roll_id if self.rolls == 1 else f"{self.roll_id}-{self.rolls}"
 
-    async def _log(
-        self, request: Any, outcome: Outcome, sides: ContestSides | None = None
-    ) -> None:
+    async def _log(self, request: Any, outcome: Outcome, sides: ContestSides | None = None) -> None:
         parts = self.variant.contest_sides(outcome) if sides is not None else None
         if sides is not None and parts is not None:
             await self._log_sides(request, outcome, sides, parts)
