@@ -389,7 +389,7 @@ class Coterie:
             return error_reply(
                 f"that message is {len(text)} characters long; "
                 f"commands may be at most {limits.max_message_length}",
-                usage=localise(command.usage, settings.prefix) if command else None,
+                usage=localise(command.usage_in(variant), settings.prefix) if command else None,
             )
         if command is None:
             return self._unknown_command(line, settings)
@@ -397,7 +397,7 @@ class Coterie:
             return error_reply(
                 f"that comment is {len(line.comment)} characters long; "
                 f"comments may be at most {limits.max_comment_length}",
-                usage=localise(command.usage, settings.prefix),
+                usage=localise(command.usage_in(variant), settings.prefix),
             )
         context = CommandContext(self, message, line, settings, variant, self.dice)
         return await self._run(command, context)
@@ -427,7 +427,9 @@ class Coterie:
             else:
                 reply = await self._call(command, context)
         except UsageError as error:
-            usage = localise(error.usage or command.usage, context.settings.prefix)
+            usage = localise(
+                error.usage or command.usage_in(context.variant), context.settings.prefix
+            )
             return error_reply(error.message, usage=usage, hint=error.hint)
         except Exception:
             incident = new_roll_id()
