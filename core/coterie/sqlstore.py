@@ -1,22 +1,29 @@
-"""The persistent state store: SQLAlchemy 2 (async) on SQLite (WAL, the default) or PostgreSQL.
+"""The persistent state store: SQLite (WAL, the default) or PostgreSQL.
 
 :class:`SQLStore` implements :class:`coterie.state.StateStore` over two tables, ``kv`` (JSON values
 by namespace and key) and ``rolls`` (the roll log); the schema is kept by the Alembic migrations
-in ``coterie/migrations`` and applied by :func:`upgrade` (``open_store`` does it on start,
-``coterie db upgrade`` by hand). See ``docs/storage.md``.
+in ``coterie/migrations`` and applied by :func:`upgrade` (``open_store`` does it on start when
+the database is behind, ``coterie db upgrade`` by hand). See ``docs/storage.md``.
 
 Transactions and locking:
 
-* **SQLite** (``sqlite+aiosqlite:///path``): every write transaction starts with ``BEGIN
-  IMMEDIATE`` (the driver's own lazy BEGIN is switched off), so it holds SQLite's single write
-  lock from its first statement: writers are serialised across tasks, stores and processes on the
-  same file, and a read-modify-write never loses an update. Within one store, write transactions
-  also queue on an asyncio lock, so tasks wait in the event loop rather than in SQLite's busy
-  handler. WAL mode lets readers go on while one writer works.
-* **PostgreSQL** (``postgresql+asyncpg://...``): a transaction with a ``lock`` first takes the
-  transaction-scoped advisory lock of that key (``pg_advisory_xact_lock``), so two transactions on
-  the same room never interleave, whichever worker process or engine runs them; transactions on
-  different rooms run in parallel.
+* **SQLite** (``sqlite:///path``, the default) is driven through the standard library's
+  :mod:`sqlite3` directly on the event loop: a statement on a local file takes microseconds, far
+  less than a hop to a database thread would. Each store keeps two connections, one that writes
+  and one that reads what is committed. Every write transaction starts with ``BEGIN IMMEDIATE``,
+  so it holds SQLite's single write lock from its first statement: writers are serialised across
+  tasks, stores and processes on the same file, and a read-modify-write never loses an update.
+  No call ever waits inside SQLite (the busy timeout is 0): when another process holds the lock,
+  the transaction waits for it in the event loop (``asyncio.sleep``, up to
+  :data:`SQLITE_BUSY_TIMEOUT_MS`), so other rooms and adapters go on meanwhile. Within one store,
+  write transactions also queue on an asyncio lock. WAL mode lets readers go on while one writer
+  works; ``synchronous = NORMAL``: a committed transaction is in the WAL file before the call
+  returns, so it survives the process being killed (a power cut may lose the last commits).
+  SQLAlchemy and Alembic are imported only when the schema has to be created or migrated.
+* **PostgreSQL** (``postgresql+asyncpg://...``), through SQLAlchemy 2 (async) and asyncpg: a
+  transaction with a ``lock`` first takes the transaction-scoped advisory lock of that key
+  (``pg_advisory_xact_lock``), so two transactions on the same room never interleave, whichever
+  worker process or engine runs them; transactions on different rooms run in parallel.
 
 A transaction's writes land when its block ends normally; an exception rolls back every write and
 every logged roll of the block.
@@ -29,22 +36,23 @@ import contextvars
 import dataclasses
 import json
 import logging
+import sqlite3
+import sys
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
+from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any, TypeVar
-
-import sqlalchemy as sa
-from sqlalchemy import event
-from sqlalchemy.engine import URL, Connection, make_url
-from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
+from urllib.parse import unquote
 
 from coterie.errors import ConfigError
 from coterie.state import MemoryStore, RollRecord, StateStore, Transaction, check_json
 
 if TYPE_CHECKING:
+    from sqlalchemy.engine import URL, Connection
+    from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+
     from coterie.config import Config
 
 log = logging.getLogger(__name__)
@@ -58,68 +66,115 @@ ADVISORY_CLASS = 0x0C07E
 MIGRATION_LOCK = "coterie.migrations"
 #: attempts of a transaction that failed on a serialization failure or a deadlock
 RETRY_ATTEMPTS = 4
+#: the newest migration in ``coterie/migrations/versions`` (a test checks it is Alembic's head):
+#: start-up compares a SQLite database's ``alembic_version`` with it before importing Alembic
+SCHEMA_HEAD = "0001"
+#: commits of a SQLite store between two checkpoints of its WAL into the database file; the
+#: checkpoint (which syncs the file to disk) runs in a thread, never on the event loop
+CHECKPOINT_EVERY = 200
 
-metadata = sa.MetaData()
-
-#: JSON values by namespace and key
-kv = sa.Table(
-    "kv",
-    metadata,
-    sa.Column("namespace", sa.Text, nullable=False),
-    sa.Column("key", sa.Text, nullable=False),
-    sa.Column("value", sa.Text, nullable=False),
-    sa.Column("updated_at", sa.Double, nullable=False),
-    sa.PrimaryKeyConstraint("namespace", "key", name="pk_kv"),
-)
-
-#: the roll log, one row per :class:`~coterie.state.RollRecord`, in order of logging (``seq``)
-rolls = sa.Table(
-    "rolls",
-    metadata,
-    sa.Column(
-        "seq",
-        sa.BigInteger().with_variant(sa.Integer(), "sqlite"),
-        primary_key=True,
-        autoincrement=True,
-    ),
-    sa.Column("id", sa.String(64), nullable=False),
-    sa.Column("room", sa.Text, nullable=False),
-    sa.Column("user", sa.Text, nullable=False),
-    sa.Column("display_name", sa.Text, nullable=False),
-    sa.Column("variant", sa.Text, nullable=False),
-    sa.Column("request", sa.Text, nullable=False),
-    sa.Column("faces", sa.Text, nullable=False),
-    sa.Column("outcome", sa.Text, nullable=False),
-    sa.Column("successes", sa.Integer, nullable=False),
-    sa.Column("botch", sa.Boolean, nullable=False),
-    sa.Column("expected", sa.Double, nullable=True),
-    sa.Column("session", sa.Text, nullable=True),
-    sa.Column("time", sa.Double, nullable=False),
-    sa.Column("detail", sa.Text, nullable=False),
-    sa.UniqueConstraint("id", name="uq_rolls_id"),
-    sa.Index("ix_rolls_room_seq", "room", "seq"),
-)
-
-_JSON_COLUMNS = ("faces", "detail")
 _FIELDS = [f.name for f in dataclasses.fields(RollRecord)]
+_JSON_COLUMNS = ("faces", "detail")
 
 T = TypeVar("T")
 
 
+def _define_tables() -> SimpleNamespace:
+    import sqlalchemy as sa
+
+    metadata = sa.MetaData()
+    #: JSON values by namespace and key
+    kv = sa.Table(
+        "kv",
+        metadata,
+        sa.Column("namespace", sa.Text, nullable=False),
+        sa.Column("key", sa.Text, nullable=False),
+        sa.Column("value", sa.Text, nullable=False),
+        sa.Column("updated_at", sa.Double, nullable=False),
+        sa.PrimaryKeyConstraint("namespace", "key", name="pk_kv"),
+    )
+    #: the roll log, one row per :class:`~coterie.state.RollRecord`, in order of logging (``seq``)
+    rolls = sa.Table(
+        "rolls",
+        metadata,
+        sa.Column(
+            "seq",
+            sa.BigInteger().with_variant(sa.Integer(), "sqlite"),
+            primary_key=True,
+            autoincrement=True,
+        ),
+        sa.Column("id", sa.String(64), nullable=False),
+        sa.Column("room", sa.Text, nullable=False),
+        sa.Column("user", sa.Text, nullable=False),
+        sa.Column("display_name", sa.Text, nullable=False),
+        sa.Column("variant", sa.Text, nullable=False),
+        sa.Column("request", sa.Text, nullable=False),
+        sa.Column("faces", sa.Text, nullable=False),
+        sa.Column("outcome", sa.Text, nullable=False),
+        sa.Column("successes", sa.Integer, nullable=False),
+        sa.Column("botch", sa.Boolean, nullable=False),
+        sa.Column("expected", sa.Double, nullable=True),
+        sa.Column("session", sa.Text, nullable=True),
+        sa.Column("time", sa.Double, nullable=False),
+        sa.Column("detail", sa.Text, nullable=False),
+        sa.UniqueConstraint("id", name="uq_rolls_id"),
+        sa.Index("ix_rolls_room_seq", "room", "seq"),
+    )
+    return SimpleNamespace(metadata=metadata, kv=kv, rolls=rolls)
+
+
+_tables: SimpleNamespace | None = None
+
+
+def tables() -> SimpleNamespace:
+    """The SQLAlchemy ``metadata`` and the ``kv`` and ``rolls`` tables (SQLAlchemy is imported
+    on first use: the SQLite hot path and start-up never need it)."""
+    global _tables
+    if _tables is None:
+        _tables = _define_tables()
+    return _tables
+
+
+def __getattr__(name: str) -> Any:
+    # ``from coterie.sqlstore import metadata`` (Alembic's env.py), ``kv``, ``rolls``
+    if name in ("metadata", "kv", "rolls"):
+        return getattr(tables(), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 def _dumps(value: Any) -> str:
-    check_json(value)
+    """``value`` as compact JSON text; refuses what :func:`~coterie.state.check_json` refuses
+    (``allow_nan=False``: NaN and infinities; anything JSON cannot hold)."""
     return json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+
+
+def _sqlite_path(url: str) -> Path | None:
+    """The file of a ``sqlite[+driver]:///path`` URL, without SQLAlchemy; ``None`` for any
+    other URL. (Query parameters are ignored.)"""
+    scheme, sep, rest = url.strip().partition("://")
+    if not sep or scheme.split("+")[0].lower() != "sqlite":
+        return None
+    database = unquote(rest[1:].partition("?")[0]) if rest.startswith("/") else ""
+    if database in ("", ":memory:"):
+        raise ConfigError(
+            "state.url: an in-memory SQLite database is not shared between connections; "
+            "use memory:// for a store that lives as long as the process"
+        )
+    return Path(database).expanduser()
 
 
 def normalize_url(url: str | URL) -> URL:
     """The async-driver URL of ``url``: ``sqlite://`` becomes ``sqlite+aiosqlite://`` and
     ``postgresql://`` ``postgresql+asyncpg://``; other databases are refused."""
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
     try:
         parsed = make_url(url) if isinstance(url, str) else url
     except ArgumentError:
         raise ConfigError(
             f"state.url: {str(url)!r} is not a database URL; use e.g. "
-            "sqlite+aiosqlite:///data/coterie.db, postgresql+asyncpg://user@host/db or memory://"
+            "sqlite:///data/coterie.db, postgresql+asyncpg://user@host/db or memory://"
         ) from None
     backend = parsed.get_backend_name()
     if backend == "sqlite":
@@ -141,8 +196,12 @@ def _safe(url: URL) -> str:
 
 
 def create_engine(url: str | URL) -> AsyncEngine:
-    """An async engine for ``url`` set up for coterie's transactions (on SQLite: WAL, a busy
-    timeout, ``BEGIN IMMEDIATE`` for writes, and the database's directory created)."""
+    """An async SQLAlchemy engine for ``url`` set up for coterie's transactions (on SQLite: WAL,
+    a busy timeout, ``BEGIN IMMEDIATE`` for writes, and the database's directory created). The
+    migrations use it; :class:`SQLStore` on SQLite only takes the file's path from it."""
+    from sqlalchemy.exc import NoSuchModuleError
+    from sqlalchemy.ext.asyncio import create_async_engine
+
     parsed = normalize_url(url)
     try:
         if parsed.get_backend_name() == "sqlite":
@@ -162,6 +221,8 @@ def create_engine(url: str | URL) -> AsyncEngine:
 
 
 def _sqlite_events(engine: AsyncEngine) -> None:
+    from sqlalchemy import event
+
     @event.listens_for(engine.sync_engine, "connect")
     def _connect(dbapi_connection: Any, _record: Any) -> None:
         # The driver's own transaction handling (a BEGIN before the first write only) is off;
@@ -179,10 +240,21 @@ def _sqlite_events(engine: AsyncEngine) -> None:
         connection.exec_driver_sql(f"BEGIN {mode}")
 
 
+def _is_busy(error: BaseException) -> bool:
+    """SQLite's "database is locked" (another connection holds the lock it needs)."""
+    return isinstance(error, sqlite3.OperationalError) and (
+        getattr(error, "sqlite_errorcode", None) in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+        or "database is locked" in str(error)
+    )
+
+
 def is_retryable(error: BaseException) -> bool:
     """A failure that running the same transaction again may not meet: a PostgreSQL
     serialization failure or deadlock, or SQLite's lock wait running out."""
-    if not isinstance(error, DBAPIError):
+    if _is_busy(error):
+        return True
+    exc = sys.modules.get("sqlalchemy.exc")  # not imported: no SQLAlchemy error to look at
+    if exc is None or not isinstance(error, exc.DBAPIError):
         return False
     orig = error.orig
     for candidate in (orig, getattr(orig, "__cause__", None)):
@@ -206,57 +278,195 @@ async def atomically(
         try:
             async with store.transaction(lock) as tx:
                 return await body(tx)
-        except DBAPIError as error:
+        except Exception as error:
             if attempt == attempts or not is_retryable(error):
                 raise
-            log.info("transaction %r: %s; trying again (%d)", lock, error.orig, attempt)
+            log.info(
+                "transaction %r: %s; trying again (%d)",
+                lock,
+                getattr(error, "orig", error),
+                attempt,
+            )
             await asyncio.sleep(0.01 * 2**attempt)
     raise AssertionError("unreachable")  # pragma: no cover
 
 
+# --- SQLite through sqlite3, on the event loop ---------------------------------------------
+
+_UPSERT = (
+    "INSERT INTO kv (namespace, key, value, updated_at) VALUES (?, ?, ?, ?) "
+    "ON CONFLICT (namespace, key) DO UPDATE SET value = excluded.value, "
+    "updated_at = excluded.updated_at"
+)
+_INSERT_ROLL = (
+    f"INSERT INTO rolls ({', '.join(f'{chr(34)}{name}{chr(34)}' for name in _FIELDS)}) "
+    f"VALUES ({', '.join('?' for _ in _FIELDS)})"
+)
+_SELECT_ROLLS = f"SELECT {', '.join(f'{chr(34)}{name}{chr(34)}' for name in _FIELDS)} FROM rolls"
+_FACES = _FIELDS.index("faces")
+_DETAIL = _FIELDS.index("detail")
+_BOTCH = _FIELDS.index("botch")
+
+
+def _roll_row(record: RollRecord) -> tuple[Any, ...]:
+    """A roll record as the ``rolls`` row's values (in ``_FIELDS`` order), checked: the JSON
+    columns as JSON text, the other fields of the types they are declared with."""
+    row = vars(record)
+    values = []
+    for name in _FIELDS:
+        value = row[name]
+        if name in _JSON_COLUMNS:
+            value = _dumps(value)
+        elif type(value) not in _ATOMS:
+            if type(value) is not float:
+                raise TypeError(f"roll record field {name}: {value!r} is not JSON-compatible")
+            check_json(value)  # NaN and infinities are refused, as by every store
+        values.append(value)
+    return tuple(values)
+
+
+_ATOMS = frozenset({str, int, bool, type(None)})
+
+
+def _roll_record(row: tuple[Any, ...]) -> RollRecord:
+    values = list(row)
+    values[_FACES] = json.loads(values[_FACES])
+    values[_DETAIL] = json.loads(values[_DETAIL])
+    values[_BOTCH] = bool(values[_BOTCH])
+    return RollRecord(**dict(zip(_FIELDS, values, strict=True)))
+
+
+def _select_rolls(
+    db: sqlite3.Connection, room: str, limit: int | None, user: str | None, session: str | None
+) -> list[RollRecord]:
+    query = _SELECT_ROLLS + " WHERE room = ?"
+    args: list[Any] = [room]
+    if user is not None:
+        query += ' AND "user" = ?'
+        args.append(user)
+    if session is not None:
+        query += " AND session = ?"
+        args.append(session)
+    query += " ORDER BY seq DESC"
+    if limit is not None:
+        query += " LIMIT ?"
+        args.append(max(limit, 0))
+    return [_roll_record(row) for row in db.execute(query, args)]
+
+
+def _connect_sqlite(path: Path) -> sqlite3.Connection:
+    """A connection to the database file at ``path`` in autocommit mode (coterie writes its own
+    ``BEGIN``), in WAL mode, that never waits inside SQLite for a lock."""
+    db = sqlite3.connect(path, isolation_level=None, check_same_thread=False, cached_statements=256)
+    try:
+        db.execute("PRAGMA busy_timeout = 0")
+        if db.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+            db.execute("PRAGMA journal_mode = WAL")
+        db.execute("PRAGMA synchronous = NORMAL")
+    except BaseException:
+        db.close()
+        raise
+    return db
+
+
+async def _when_free(work: Callable[[], T], what: str) -> T:
+    """``work()``, again after a short wait each time SQLite says another connection holds
+    the lock it needs, for at most :data:`SQLITE_BUSY_TIMEOUT_MS` (the wait is in the event
+    loop: other tasks run meanwhile)."""
+    try:
+        return work()
+    except sqlite3.OperationalError as error:
+        if not _is_busy(error):
+            raise
+    deadline = time.monotonic() + SQLITE_BUSY_TIMEOUT_MS / 1000
+    delay = 0.0005
+    while True:
+        await asyncio.sleep(delay)
+        try:
+            return work()
+        except sqlite3.OperationalError as error:
+            if not _is_busy(error) or time.monotonic() > deadline:
+                raise
+            log.debug("%s: database is locked; waiting", what)
+        delay = min(delay * 2, 0.02)
+
+
+class _LiteTransaction:
+    """The reads and writes of one SQLite write transaction (on the store's writing
+    connection, which holds the write lock from ``BEGIN IMMEDIATE`` to ``COMMIT``)."""
+
+    __slots__ = ("_db",)
+
+    def __init__(self, db: sqlite3.Connection) -> None:
+        self._db = db
+
+    async def get(self, namespace: str, key: str) -> Any | None:
+        found = self._db.execute(
+            "SELECT value FROM kv WHERE namespace = ? AND key = ?", (namespace, key)
+        ).fetchone()
+        return None if found is None else json.loads(found[0])
+
+    async def set(self, namespace: str, key: str, value: Any) -> None:
+        self._db.execute(_UPSERT, (namespace, key, _dumps(value), time.time()))
+
+    async def delete(self, namespace: str, key: str) -> None:
+        self._db.execute("DELETE FROM kv WHERE namespace = ? AND key = ?", (namespace, key))
+
+    async def keys(self, namespace: str, prefix: str = "") -> list[str]:
+        return _keys(self._db, namespace, prefix)
+
+    async def log_roll(self, record: RollRecord) -> None:
+        self._db.execute(_INSERT_ROLL, _roll_row(record))
+
+
+def _keys(db: sqlite3.Connection, namespace: str, prefix: str) -> list[str]:
+    found = db.execute(
+        "SELECT key FROM kv WHERE namespace = ? AND substr(key, 1, ?) = ?",
+        (namespace, len(prefix), prefix),
+    )
+    return sorted(k for (k,) in found if k.startswith(prefix))
+
+
 class _SQLTransaction:
-    """The reads and writes of one database transaction (they go to the database at once and
-    are committed or rolled back together)."""
+    """The reads and writes of one PostgreSQL transaction, through SQLAlchemy (they go to the
+    database at once and are committed or rolled back together)."""
 
     def __init__(self, connection: AsyncConnection) -> None:
         self._conn = connection
 
     async def get(self, namespace: str, key: str) -> Any | None:
+        import sqlalchemy as sa
+
+        kv = tables().kv
         found = await self._conn.scalar(
             sa.select(kv.c.value).where(kv.c.namespace == namespace, kv.c.key == key)
         )
         return None if found is None else json.loads(found)
 
     async def set(self, namespace: str, key: str, value: Any) -> None:
+        from sqlalchemy.dialects.postgresql import insert as pg_insert
+
+        kv = tables().kv
         text = _dumps(value)
         now = time.time()
-        if self._conn.dialect.name == "postgresql":
-            from sqlalchemy.dialects.postgresql import insert as pg_insert
-
-            pg_stmt = pg_insert(kv).values(namespace=namespace, key=key, value=text, updated_at=now)
-            await self._conn.execute(
-                pg_stmt.on_conflict_do_update(
-                    index_elements=[kv.c.namespace, kv.c.key],
-                    set_={"value": pg_stmt.excluded.value, "updated_at": now},
-                )
+        pg_stmt = pg_insert(kv).values(namespace=namespace, key=key, value=text, updated_at=now)
+        await self._conn.execute(
+            pg_stmt.on_conflict_do_update(
+                index_elements=[kv.c.namespace, kv.c.key],
+                set_={"value": pg_stmt.excluded.value, "updated_at": now},
             )
-        else:
-            from sqlalchemy.dialects.sqlite import insert as sqlite_insert
-
-            lite_stmt = sqlite_insert(kv).values(
-                namespace=namespace, key=key, value=text, updated_at=now
-            )
-            await self._conn.execute(
-                lite_stmt.on_conflict_do_update(
-                    index_elements=[kv.c.namespace, kv.c.key],
-                    set_={"value": lite_stmt.excluded.value, "updated_at": now},
-                )
-            )
+        )
 
     async def delete(self, namespace: str, key: str) -> None:
+        import sqlalchemy as sa
+
+        kv = tables().kv
         await self._conn.execute(sa.delete(kv).where(kv.c.namespace == namespace, kv.c.key == key))
 
     async def keys(self, namespace: str, prefix: str = "") -> list[str]:
+        import sqlalchemy as sa
+
+        kv = tables().kv
         query = sa.select(kv.c.key).where(kv.c.namespace == namespace)
         if prefix:
             query = query.where(sa.func.substr(kv.c.key, 1, len(prefix)) == prefix)
@@ -265,15 +475,17 @@ class _SQLTransaction:
         return sorted(k for k in found if k.startswith(prefix))
 
     async def log_roll(self, record: RollRecord) -> None:
-        row = record.as_json()
-        check_json(row)
-        for name in _JSON_COLUMNS:
-            row[name] = _dumps(row[name])
-        await self._conn.execute(sa.insert(rolls).values(**row))
+        import sqlalchemy as sa
+
+        row = dict(zip(_FIELDS, _roll_row(record), strict=True))
+        await self._conn.execute(sa.insert(tables().rolls).values(**row))
 
     async def rolls(
         self, room: str, *, limit: int | None, user: str | None, session: str | None
     ) -> list[RollRecord]:
+        import sqlalchemy as sa
+
+        rolls = tables().rolls
         query = sa.select(*(rolls.c[name] for name in _FIELDS)).where(rolls.c.room == room)
         if user is not None:
             query = query.where(rolls.c.user == user)
@@ -282,14 +494,7 @@ class _SQLTransaction:
         query = query.order_by(rolls.c.seq.desc())
         if limit is not None:
             query = query.limit(max(limit, 0))
-        found = []
-        for row in (await self._conn.execute(query)).mappings():
-            data = dict(row)
-            for name in _JSON_COLUMNS:
-                data[name] = json.loads(data[name])
-            data["botch"] = bool(data["botch"])
-            found.append(RollRecord.from_json(data))
-        return found
+        return [_roll_record(tuple(row)) for row in await self._conn.execute(query)]
 
 
 #: the SQLite stores whose write transaction the current task is inside (to refuse a nested
@@ -300,35 +505,116 @@ _writing: contextvars.ContextVar[frozenset[int]] = contextvars.ContextVar(
 
 
 class SQLStore:
-    """A :class:`~coterie.state.StateStore` in a SQL database (see the module's docstring).
-    Build it on an engine from :func:`create_engine` (or a URL) whose schema is up to date
-    (:func:`upgrade`); :func:`open_store` does both."""
+    """A :class:`~coterie.state.StateStore` in a SQL database (see the module's docstring):
+    built on a URL (or an engine from :func:`create_engine`, of which a SQLite store only takes
+    the file) whose schema is up to date (:func:`upgrade`); :func:`open_store` does both."""
 
     def __init__(self, engine: AsyncEngine | str | URL) -> None:
-        self.engine: AsyncEngine = (
-            engine if isinstance(engine, AsyncEngine) else create_engine(engine)
-        )
-        self.dialect: str = self.engine.dialect.name
+        #: the SQLAlchemy engine (PostgreSQL; on SQLite only the one given, closed with the store)
+        self.engine: AsyncEngine | None = None
+        path: Path | None = None
+        if isinstance(engine, str):
+            path = _sqlite_path(engine)
+            if path is None:
+                self.engine = create_engine(engine)
+        else:
+            given: Any = engine  # an AsyncEngine, or a SQLAlchemy URL
+            url = getattr(given, "url", given)
+            if url.get_backend_name() == "sqlite":
+                path = _sqlite_path(url.render_as_string(hide_password=False))
+                self.engine = given if hasattr(given, "dispose") else None
+            else:
+                self.engine = given if hasattr(given, "dispose") else create_engine(given)
+        #: the SQLite database file (``None`` on PostgreSQL)
+        self.path: Path | None = path
+        self.dialect: str = "sqlite" if path is not None else self._engine().dialect.name
+        self._writer: sqlite3.Connection | None = None
+        self._reader: sqlite3.Connection | None = None
+        self._checkpointer: sqlite3.Connection | None = None
+        self._checkpoint: asyncio.Future[None] | None = None
+        self._commits = 0
         self._room_locks: dict[str, asyncio.Lock] = {}
         self._write_lock = asyncio.Lock()  # SQLite only: one writer at a time anyway
 
+    # --- SQLite ---
+
+    def _engine(self) -> AsyncEngine:
+        assert self.engine is not None, "a SQLite store has no engine of its own"
+        return self.engine
+
+    def _lite(self, reader: bool = False) -> sqlite3.Connection:
+        """The store's writing (or reading) SQLite connection, opened on first use."""
+        db = self._reader if reader else self._writer
+        if db is None:
+            assert self.path is not None
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            db = _connect_sqlite(self.path)
+            if reader:
+                self._reader = db
+            else:
+                db.execute("PRAGMA wal_autocheckpoint = 0")  # see _checkpoint_soon
+                self._writer = db
+        return db
+
+    def _checkpoint_soon(self) -> None:
+        """Every :data:`CHECKPOINT_EVERY` commits, copy the WAL into the database file in a
+        thread (a checkpoint syncs the file: milliseconds the event loop should not wait)."""
+        self._commits += 1
+        if self._commits < CHECKPOINT_EVERY or self._checkpoint is not None:
+            return
+        self._commits = 0
+        assert self.path is not None
+        if self._checkpointer is None:
+            self._checkpointer = _connect_sqlite(self.path)
+
+        def checkpoint(db: sqlite3.Connection) -> None:
+            try:
+                db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+            except sqlite3.Error as error:  # the next one will try again
+                log.debug("WAL checkpoint: %s", error)
+
+        future = asyncio.get_running_loop().run_in_executor(None, checkpoint, self._checkpointer)
+        self._checkpoint = future
+        future.add_done_callback(lambda _: setattr(self, "_checkpoint", None))
+
+    @asynccontextmanager
+    async def _lite_transaction(self) -> AsyncIterator[_LiteTransaction]:
+        if id(self) in _writing.get():
+            raise RuntimeError(
+                "a SQLite store cannot open a transaction (or write with store.set/...) "
+                "inside another of its transactions: use the transaction's own methods"
+            )
+        async with self._write_lock:
+            db = self._lite()
+            await _when_free(lambda: db.execute("BEGIN IMMEDIATE"), "BEGIN IMMEDIATE")
+            token = _writing.set(_writing.get() | {id(self)})
+            try:
+                yield _LiteTransaction(db)
+            except BaseException as error:
+                log.debug("transaction rolled back: %r", error)
+                if db.in_transaction:
+                    db.execute("ROLLBACK")
+                raise
+            else:
+                try:
+                    db.execute("COMMIT")
+                except BaseException:
+                    if db.in_transaction:
+                        db.execute("ROLLBACK")
+                    raise
+                self._checkpoint_soon()
+            finally:
+                _writing.reset(token)
+
+    async def _read(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        db = self._lite(reader=True)
+        return await _when_free(lambda: work(db), "read")
+
+    # --- PostgreSQL ---
+
     @asynccontextmanager
     async def _local_lock(self, lock: str) -> AsyncIterator[None]:
-        """Queue this process's transactions in the event loop: all writers on SQLite (the
-        database takes one at a time), the same ``lock`` on PostgreSQL."""
-        if self.dialect == "sqlite":
-            if id(self) in _writing.get():
-                raise RuntimeError(
-                    "a SQLite store cannot open a transaction (or write with store.set/...) "
-                    "inside another of its transactions: use the transaction's own methods"
-                )
-            async with self._write_lock:
-                token = _writing.set(_writing.get() | {id(self)})
-                try:
-                    yield
-                finally:
-                    _writing.reset(token)
-            return
+        """Queue this process's transactions on the same ``lock`` in the event loop."""
         if not lock:
             yield
             return
@@ -341,9 +627,11 @@ class SQLStore:
                 self._room_locks.pop(lock, None)
 
     @asynccontextmanager
-    async def transaction(self, lock: str = "") -> AsyncIterator[_SQLTransaction]:
-        async with self._local_lock(lock), self.engine.connect() as conn, conn.begin():
-            if lock and self.dialect == "postgresql":
+    async def _pg_transaction(self, lock: str) -> AsyncIterator[_SQLTransaction]:
+        import sqlalchemy as sa
+
+        async with self._local_lock(lock), self._engine().connect() as conn, conn.begin():
+            if lock:
                 await conn.execute(
                     sa.select(sa.func.pg_advisory_xact_lock(ADVISORY_CLASS, sa.func.hashtext(lock)))
                 )
@@ -355,13 +643,25 @@ class SQLStore:
 
     @asynccontextmanager
     async def _reading(self) -> AsyncIterator[_SQLTransaction]:
-        async with self.engine.connect() as conn:
-            if self.dialect == "sqlite":  # a plain (deferred) BEGIN: no write lock for reads
-                conn = await conn.execution_options(coterie_begin="DEFERRED")
-            async with conn.begin():
-                yield _SQLTransaction(conn)
+        async with self._engine().connect() as conn, conn.begin():
+            yield _SQLTransaction(conn)
+
+    # --- the protocol ---
+
+    def transaction(self, lock: str = "") -> Any:
+        """See :meth:`coterie.state.StateStore.transaction`."""
+        if self.path is not None:
+            return self._lite_transaction()
+        return self._pg_transaction(lock)
 
     async def get(self, namespace: str, key: str) -> Any | None:
+        if self.path is not None:
+            found = await self._read(
+                lambda db: db.execute(
+                    "SELECT value FROM kv WHERE namespace = ? AND key = ?", (namespace, key)
+                ).fetchone()
+            )
+            return None if found is None else json.loads(found[0])
         async with self._reading() as tx:
             return await tx.get(namespace, key)
 
@@ -380,11 +680,13 @@ class SQLStore:
         await atomically(self, body)
 
     async def keys(self, namespace: str, prefix: str = "") -> list[str]:
+        if self.path is not None:
+            return await self._read(lambda db: _keys(db, namespace, prefix))
         async with self._reading() as tx:
             return await tx.keys(namespace, prefix)
 
     async def log_roll(self, record: RollRecord) -> None:
-        check_json(record.as_json())
+        _roll_row(record)  # refuse a record no store could keep before any retry or lock
 
         async def body(tx: Transaction) -> None:
             await tx.log_roll(record)
@@ -399,17 +701,33 @@ class SQLStore:
         user: str | None = None,
         session: str | None = None,
     ) -> list[RollRecord]:
+        if self.path is not None:
+            return await self._read(lambda db: _select_rolls(db, room, limit, user, session))
         async with self._reading() as tx:
             return await tx.rolls(room, limit=limit, user=user, session=session)
 
     async def rooms(self) -> list[str]:
         """The rooms with logged rolls, sorted (not part of the protocol)."""
+        if self.path is not None:
+            found = await self._read(
+                lambda db: [room for (room,) in db.execute("SELECT DISTINCT room FROM rolls")]
+            )
+            return sorted(found)
+        import sqlalchemy as sa
+
         async with self._reading() as tx:
-            found = await tx._conn.scalars(sa.select(rolls.c.room).distinct())
-            return sorted(found.all())
+            scalars = await tx._conn.scalars(sa.select(tables().rolls.c.room).distinct())
+            return sorted(scalars.all())
 
     async def close(self) -> None:
-        await self.engine.dispose()
+        if self._checkpoint is not None:
+            await asyncio.wait([self._checkpoint])
+        for db in (self._writer, self._reader, self._checkpointer):
+            if db is not None:
+                db.close()  # the last connection to the file checkpoints what is left
+        self._writer = self._reader = self._checkpointer = None
+        if self.engine is not None:
+            await self.engine.dispose()
 
 
 # --- migrations ----------------------------------------------------------------------------
@@ -440,6 +758,7 @@ def head_revision() -> str:
 
 
 def _upgrade(connection: Connection) -> None:
+    import sqlalchemy as sa
     from alembic import command
 
     if connection.dialect.name == "postgresql":  # two workers starting at once take turns
@@ -460,6 +779,9 @@ def _current(connection: Connection) -> str | None:
 async def _with_engine(
     target: str | URL | AsyncEngine, work: Callable[[AsyncEngine], Awaitable[T]]
 ) -> T:
+    from sqlalchemy.exc import DBAPIError
+    from sqlalchemy.ext.asyncio import AsyncEngine
+
     engine = target if isinstance(target, AsyncEngine) else create_engine(target)
     try:
         return await work(engine)
@@ -496,6 +818,26 @@ async def current(target: str | URL | AsyncEngine) -> str | None:
     return await _with_engine(target, work)
 
 
+def sqlite_revision(path: Path) -> str | None:
+    """The schema revision of the SQLite database file at ``path`` read with plain
+    :mod:`sqlite3` (``None``: no file, not migrated, or unreadable), without SQLAlchemy or
+    Alembic: what start-up checks before deciding to migrate."""
+    if not path.is_file():
+        return None
+    try:
+        db = sqlite3.connect(f"{path.absolute().as_uri()}?mode=ro", uri=True)
+    except sqlite3.Error:
+        return None
+    try:
+        db.execute("PRAGMA busy_timeout = 5000")  # a migration elsewhere ends in moments
+        found = db.execute("SELECT version_num FROM alembic_version").fetchall()
+    except sqlite3.Error:
+        return None
+    finally:
+        db.close()
+    return str(found[0][0]) if len(found) == 1 else None
+
+
 def is_memory_url(url: str) -> bool:
     """``memory://``: the process-local :class:`~coterie.state.MemoryStore`."""
     return url.strip().lower().startswith("memory:")
@@ -505,23 +847,32 @@ def sqlite_file(url: str) -> Path | None:
     """The database file of a SQLite URL (``None`` for any other URL)."""
     if is_memory_url(url):
         return None
-    parsed = normalize_url(url)
-    if parsed.get_backend_name() != "sqlite" or parsed.database is None:
-        return None
-    return Path(parsed.database).expanduser()
+    path = _sqlite_path(url)
+    if path is None:
+        normalize_url(url)  # refuse what is no database URL at all
+    return path
 
 
 def display_url(url: str) -> str:
     """``url`` with any password hidden."""
-    return url if is_memory_url(url) else _safe(normalize_url(url))
+    if is_memory_url(url) or _sqlite_path(url) is not None:
+        return url  # no password in either
+    return _safe(normalize_url(url))
 
 
 async def open_store(config: Config) -> StateStore:
     """The state store the config names (``$COTERIE_DATABASE_URL``, ``[state] url``, else the
-    SQLite file ``coterie.db`` under ``data_dir``), migrated to the newest schema."""
+    SQLite file ``coterie.db`` under ``data_dir``), migrated to the newest schema. A SQLite
+    database already at :data:`SCHEMA_HEAD` is opened without importing SQLAlchemy or
+    Alembic; one behind it (or a new one) is migrated first."""
     url = config.database_url()
     if is_memory_url(url):
         return MemoryStore()
+    path = _sqlite_path(url)
+    if path is not None:
+        if sqlite_revision(path) != SCHEMA_HEAD:
+            await upgrade(url)
+        return SQLStore(url)
     engine = create_engine(url)
     try:
         await upgrade(engine)
