@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 
 from coterie.app import Coterie
-from coterie.commands import ID_ALPHABET, ROLL_ID_LENGTH, SHOWN_ID_LENGTH, new_roll_id, shown_id
+from coterie.commands import ID_ALPHABET, ROLL_ID_LENGTH, new_roll_id, shown_id
 from coterie.config import Config
 from coterie.dice import SeededDice
 from coterie.encode import to_plain
