@@ -229,3 +229,62 @@ async def test_atomically_retries_a_real_deadlock(pg_url: str) -> None:
     finally:
         await one.close()
         await two.close()
+
+
+async def test_sqlite_waits_for_another_process_in_the_event_loop(tmp_path: Path) -> None:
+    """Another process holds SQLite's write lock: the store's transaction waits for it without
+    blocking the event loop (another task keeps ticking), then runs once the lock is free; a
+    read goes on meanwhile (WAL)."""
+    import subprocess
+    import sys
+
+    path = tmp_path / "state.db"
+    url = f"sqlite:///{path}"
+    await upgrade(url)
+    store = SQLStore(url)
+    await store.set("ns", "k", 1)
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sqlite3, sys, time\n"
+            f"db = sqlite3.connect({str(path)!r}, isolation_level=None)\n"
+            "db.execute('BEGIN IMMEDIATE')\n"
+            "db.execute(\"UPDATE kv SET value = '2' WHERE key = 'k'\")\n"
+            "print('holding', flush=True)\n"
+            "time.sleep(0.6)\n"
+            "db.execute('COMMIT')\n",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None
+        assert holder.stdout.readline().strip() == "holding"
+        ticks = 0
+        done = asyncio.Event()
+
+        async def ticker() -> None:
+            nonlocal ticks
+            while not done.is_set():
+                ticks += 1
+                await asyncio.sleep(0.01)
+
+        async def increment() -> float:
+            began = time.monotonic()
+            async with store.transaction(ROOM) as tx:
+                value = await tx.get("ns", "k")
+                await tx.set("ns", "k", value + 1)
+            done.set()
+            return time.monotonic() - began
+
+        tick = asyncio.create_task(ticker())
+        assert await store.get("ns", "k") == 1  # the reader sees the last commit meanwhile
+        waited = await asyncio.wait_for(increment(), timeout=30)
+        await tick
+        assert waited > 0.3  # it did wait for the other process ...
+        assert ticks >= 10  # ... in the event loop, not inside SQLite
+        assert await store.get("ns", "k") == 3  # after the other process's 2: nothing lost
+    finally:
+        holder.wait(timeout=10)
+        await store.close()
