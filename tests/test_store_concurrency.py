@@ -5,14 +5,15 @@ Negative controls show that the counter check does catch lost updates."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import statistics
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
-from sqlalchemy.exc import DBAPIError
 
 from coterie.sqlstore import SQLStore, atomically, is_retryable, upgrade
 from coterie.state import MemoryStore, StateStore, Transaction
@@ -118,7 +119,8 @@ async def test_negative_control_postgresql_without_lock(pg_url: str) -> None:
 
 
 async def test_postgresql_room_lock_spans_engines_not_rooms(pg_url: str) -> None:
-    """A transaction on a room holds that room (and only that room) across engines."""
+    """A transaction on a room holds that room (and only that room) across engines, from its
+    first read or write to its end."""
     one, two = await _two_stores(pg_url)
     try:
         holding = asyncio.Event()
@@ -135,8 +137,9 @@ async def test_postgresql_room_lock_spans_engines_not_rooms(pg_url: str) -> None
         async def same_room() -> None:
             await holding.wait()
             async with two.transaction(ROOM) as tx:
-                order.append("same room entered")
+                # on PostgreSQL the room is taken by a transaction's first read or write
                 assert await tx.get("ns", "k") == "holder"  # after the holder committed
+                order.append("same room entered")
 
         async def other_room() -> None:
             await holding.wait()
@@ -191,27 +194,22 @@ async def test_transaction_latency(
     assert median < 0.05
 
 
-async def test_atomically_retries_a_real_deadlock(pg_url: str) -> None:
-    """Two transactions writing two keys in opposite orders deadlock; PostgreSQL aborts one of
-    them, and ``atomically`` runs that one again."""
+async def test_opposite_write_orders_do_not_deadlock_on_postgresql(pg_url: str) -> None:
+    """Two transactions writing two keys in opposite orders, both between their writes at once:
+    the store sends a transaction's writes at its end, in key order, so neither waits for the
+    other's rows and both land at the first attempt."""
     one, two = await _two_stores(pg_url)
     try:
         await one.set("ns", "a", "")
         await one.set("ns", "b", "")
         barrier = asyncio.Barrier(2)
         attempts = {"x": 0, "y": 0}
-        errors: list[BaseException] = []
 
         async def body(name: str, first: str, second: str, tx: Transaction) -> str:
             attempts[name] += 1
             await tx.set("ns", first, name)
-            if attempts[name] == 1:
-                await barrier.wait()  # both hold their first row now
-            try:
-                await tx.set("ns", second, name)
-            except DBAPIError as error:
-                errors.append(error)
-                raise
+            await barrier.wait()  # both have written their first key now
+            await tx.set("ns", second, name)
             return name
 
         done = await asyncio.wait_for(
@@ -222,13 +220,74 @@ async def test_atomically_retries_a_real_deadlock(pg_url: str) -> None:
             timeout=30,
         )
         assert done == ["x", "y"]
-        assert sorted(attempts.values()) == [1, 2]  # exactly one ran again
-        assert len(errors) == 1 and is_retryable(errors[0])
-        again = "x" if attempts["x"] == 2 else "y"
-        assert await one.get("ns", "a") == again and await one.get("ns", "b") == again
+        assert attempts == {"x": 1, "y": 1}
+        a, b = await one.get("ns", "a"), await one.get("ns", "b")
+        assert a == b and a in ("x", "y")  # one transaction's writes, whole
     finally:
         await one.close()
         await two.close()
+
+
+class _RawTransactions:
+    """Transactions straight on asyncpg (what a plugin's own SQL would do): the way to a real
+    deadlock now that the store's own writes cannot deadlock."""
+
+    def __init__(self, conn: Any) -> None:
+        self.conn = conn
+
+    @contextlib.asynccontextmanager
+    async def transaction(self, lock: str = "") -> AsyncIterator[Any]:
+        async with self.conn.transaction():
+            yield self.conn
+
+
+async def test_atomically_retries_a_real_deadlock(pg_url: str) -> None:
+    """Two transactions updating two rows in opposite orders deadlock; PostgreSQL aborts one of
+    them, ``is_retryable`` knows the error, and ``atomically`` runs that one again."""
+    import asyncpg  # type: ignore[import-untyped]
+
+    await upgrade(pg_url)
+    dsn = pg_url.replace("postgresql+asyncpg://", "postgresql://")
+    conns = [await asyncpg.connect(dsn) for _ in range(2)]
+    try:
+        await conns[0].execute(
+            "INSERT INTO kv VALUES ('ns', 'a', '\"\"', 0), ('ns', 'b', '\"\"', 0)"
+        )
+        barrier = asyncio.Barrier(2)
+        attempts = {"x": 0, "y": 0}
+        errors: list[BaseException] = []
+
+        async def body(name: str, first: str, second: str, conn: Any) -> str:
+            attempts[name] += 1
+            update = "UPDATE kv SET value = $1 WHERE namespace = 'ns' AND key = $2"
+            await conn.execute(update, f'"{name}"', first)
+            if attempts[name] == 1:
+                await barrier.wait()  # both hold their first row now
+            try:
+                await conn.execute(update, f'"{name}"', second)
+            except Exception as error:
+                errors.append(error)
+                raise
+            return name
+
+        done = await asyncio.wait_for(
+            asyncio.gather(
+                atomically(_RawTransactions(conns[0]), functools.partial(body, "x", "a", "b")),
+                atomically(_RawTransactions(conns[1]), functools.partial(body, "y", "b", "a")),
+            ),
+            timeout=30,
+        )
+        assert done == ["x", "y"]
+        assert sorted(attempts.values()) == [1, 2]  # exactly one ran again
+        assert len(errors) == 1 and is_retryable(errors[0])
+        assert type(errors[0]).__name__ == "DeadlockDetectedError"
+        again = "x" if attempts["x"] == 2 else "y"
+        store = SQLStore(pg_url)
+        assert await store.get("ns", "a") == again and await store.get("ns", "b") == again
+        await store.close()
+    finally:
+        for conn in conns:
+            await conn.close()
 
 
 async def test_sqlite_waits_for_another_process_in_the_event_loop(tmp_path: Path) -> None:

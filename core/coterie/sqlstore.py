@@ -51,7 +51,7 @@ from coterie.state import MemoryStore, RollRecord, StateStore, Transaction, chec
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import URL, Connection
-    from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+    from sqlalchemy.ext.asyncio import AsyncEngine
 
     from coterie.config import Config
 
@@ -251,7 +251,7 @@ def _is_busy(error: BaseException) -> bool:
 def is_retryable(error: BaseException) -> bool:
     """A failure that running the same transaction again may not meet: a PostgreSQL
     serialization failure or deadlock, or SQLite's lock wait running out."""
-    if _is_busy(error):
+    if _is_busy(error) or getattr(error, "sqlstate", None) in ("40001", "40P01"):
         return True
     exc = sys.modules.get("sqlalchemy.exc")  # not imported: no SQLAlchemy error to look at
     if exc is None or not isinstance(error, exc.DBAPIError):
@@ -427,74 +427,194 @@ def _keys(db: sqlite3.Connection, namespace: str, prefix: str) -> list[str]:
     return sorted(k for (k,) in found if k.startswith(prefix))
 
 
-class _SQLTransaction:
-    """The reads and writes of one PostgreSQL transaction, through SQLAlchemy (they go to the
-    database at once and are committed or rolled back together)."""
+# --- PostgreSQL through asyncpg: two round trips per transaction ---------------------------
 
-    def __init__(self, connection: AsyncConnection) -> None:
-        self._conn = connection
+#: a function each connection creates for itself (in its temporary schema, so no migration is
+#: involved): take the session-level advisory lock of ``lock_key`` (none for ``''``), then read
+#: the given keys. A VOLATILE PL/pgSQL function takes a fresh snapshot for each query, so the
+#: read sees everything committed before the lock was granted.
+_PG_SETUP = """
+CREATE OR REPLACE FUNCTION pg_temp.coterie_lock_read(
+    lock_class integer, lock_key text, namespaces text[], keys text[]
+) RETURNS TABLE (namespace text, key text, value text) LANGUAGE plpgsql VOLATILE AS $body$
+BEGIN
+    IF lock_key <> '' THEN
+        PERFORM pg_advisory_lock(lock_class, hashtext(lock_key));
+    END IF;
+    RETURN QUERY SELECT kv.namespace, kv.key, kv.value
+        FROM kv JOIN unnest(namespaces, keys) AS wanted (ns, k)
+        ON kv.namespace = wanted.ns AND kv.key = wanted.k;
+END
+$body$
+"""
+_PG_LOCK_READ = "SELECT namespace, key, value FROM pg_temp.coterie_lock_read($1, $2, $3, $4)"
+#: connections a PostgreSQL store opens at most
+PG_POOL_SIZE = 15
+#: keys remembered per lock to read ahead in a transaction's first round trip; locks remembered
+PG_READ_AHEAD_KEYS = 32
+PG_READ_AHEAD_LOCKS = 1024
+_ROLL_COLUMNS = ", ".join(f'"{name}"' for name in _FIELDS)
+_SELECT_PG_ROLLS = f"SELECT {_ROLL_COLUMNS} FROM rolls"
+
+
+def _literal(value: Any) -> str:
+    """``value`` (a str, int, float, bool or None) as a PostgreSQL literal, for the one
+    multi-statement query that commits a transaction (``standard_conforming_strings`` is on
+    for coterie's connections: only quotes are doubled in a string)."""
+    if value is None:
+        return "NULL"
+    if value is True or value is False:
+        return "TRUE" if value else "FALSE"
+    if type(value) is int:
+        return str(value)
+    if type(value) is float:
+        check_json(value)
+        return f"'{value!r}'::float8"
+    if type(value) is str:
+        if "\x00" in value:
+            raise ValueError("PostgreSQL text cannot hold a NUL character")
+        return "'" + value.replace("'", "''") + "'"
+    raise TypeError(f"not a SQL literal: {value!r}")
+
+
+class _PGTransaction:
+    """One transaction on PostgreSQL, usually in two round trips: its first operation takes
+    the lock's advisory lock (the room is the transaction's from then on) and reads, in the
+    same round trip, the key asked for with every key the last transaction on the same lock
+    read (:data:`PG_READ_AHEAD_KEYS`); writes and logged rolls are kept here and sent with
+    ``BEGIN``/``COMMIT`` and the unlock as one query when the block ends. A key not read ahead
+    costs one more round trip."""
+
+    def __init__(self, store: SQLStore, conn: Any, lock: str) -> None:
+        self._store = store
+        self._conn = conn
+        self._lock = lock
+        self.started = False
+        #: a database call is under way (an exception now leaves the connection in doubt)
+        self.busy = False
+        self._read: dict[tuple[str, str], str | None] = {}
+        self._writes: dict[tuple[str, str], str | None] = {}  # None: deleted
+        self._rolls: list[tuple[Any, ...]] = []
+        self._touched: list[tuple[str, str]] = []
+
+    async def _start(self, first: tuple[str, str] | None) -> None:
+        wanted = list(self._store._read_ahead.get(self._lock, ()))
+        if first is not None and first not in wanted:
+            wanted.append(first)
+        self.busy = True
+        rows = await self._conn.fetch(
+            _PG_LOCK_READ,
+            ADVISORY_CLASS,
+            self._lock,
+            [ns for ns, _ in wanted],
+            [key for _, key in wanted],
+        )
+        self.busy = False
+        self.started = True
+        self._read = dict.fromkeys(wanted)
+        for namespace, key, value in rows:
+            self._read[(namespace, key)] = value
+
+    async def _value(self, namespace: str, key: str) -> str | None:
+        wanted = (namespace, key)
+        if wanted in self._writes:
+            return self._writes[wanted]
+        if wanted not in self._touched:
+            self._touched.append(wanted)
+        if not self.started:
+            await self._start(wanted)
+        if wanted not in self._read:
+            self.busy = True
+            self._read[wanted] = await self._conn.fetchval(
+                "SELECT value FROM kv WHERE namespace = $1 AND key = $2", namespace, key
+            )
+            self.busy = False
+        return self._read[wanted]
 
     async def get(self, namespace: str, key: str) -> Any | None:
-        import sqlalchemy as sa
-
-        kv = tables().kv
-        found = await self._conn.scalar(
-            sa.select(kv.c.value).where(kv.c.namespace == namespace, kv.c.key == key)
-        )
+        found = await self._value(namespace, key)
         return None if found is None else json.loads(found)
 
     async def set(self, namespace: str, key: str, value: Any) -> None:
-        from sqlalchemy.dialects.postgresql import insert as pg_insert
-
-        kv = tables().kv
         text = _dumps(value)
-        now = time.time()
-        pg_stmt = pg_insert(kv).values(namespace=namespace, key=key, value=text, updated_at=now)
-        await self._conn.execute(
-            pg_stmt.on_conflict_do_update(
-                index_elements=[kv.c.namespace, kv.c.key],
-                set_={"value": pg_stmt.excluded.value, "updated_at": now},
-            )
-        )
+        if self._lock and not self.started:  # the room is this transaction's from now on
+            await self._start(None)
+        self._writes[(namespace, key)] = text
 
     async def delete(self, namespace: str, key: str) -> None:
-        import sqlalchemy as sa
-
-        kv = tables().kv
-        await self._conn.execute(sa.delete(kv).where(kv.c.namespace == namespace, kv.c.key == key))
+        if self._lock and not self.started:
+            await self._start(None)
+        self._writes[(namespace, key)] = None
 
     async def keys(self, namespace: str, prefix: str = "") -> list[str]:
-        import sqlalchemy as sa
-
-        kv = tables().kv
-        query = sa.select(kv.c.key).where(kv.c.namespace == namespace)
-        if prefix:
-            query = query.where(sa.func.substr(kv.c.key, 1, len(prefix)) == prefix)
-        found = (await self._conn.scalars(query)).all()
+        if not self.started:
+            await self._start(None)
+        self.busy = True
+        rows = await self._conn.fetch(
+            "SELECT key, value FROM kv WHERE namespace = $1 AND substr(key, 1, $2) = $3",
+            namespace,
+            len(prefix),
+            prefix,
+        )
+        self.busy = False
+        found = set()
+        for key, value in rows:  # read here, so that reading them next costs nothing
+            self._read.setdefault((namespace, key), value)
+            found.add(key)
+        for (ns, key), value in self._writes.items():
+            if ns == namespace:
+                (found.add if value is not None else found.discard)(key)
         # sorted here, not by the database: a PostgreSQL collation may order text differently
         return sorted(k for k in found if k.startswith(prefix))
 
     async def log_roll(self, record: RollRecord) -> None:
-        import sqlalchemy as sa
+        row = _roll_row(record)
+        if self._lock and not self.started:
+            await self._start(None)
+        self._rolls.append(row)
 
-        row = dict(zip(_FIELDS, _roll_row(record), strict=True))
-        await self._conn.execute(sa.insert(tables().rolls).values(**row))
+    def commit_query(self) -> str:
+        """The one query that ends the transaction: the writes in key order (two commits on
+        the same keys never deadlock), the rolls, ``COMMIT``, then the unlock."""
+        parts: list[str] = []
+        lock = f"{ADVISORY_CLASS}, hashtext({_literal(self._lock)})"
+        stored = sorted((k, v) for k, v in self._writes.items() if v is not None)
+        deleted = sorted(k for k, v in self._writes.items() if v is None)
+        if stored or deleted or self._rolls:
+            parts.append("BEGIN")
+            now = _literal(time.time())
+            if stored:
+                values = ", ".join(
+                    f"({_literal(ns)}, {_literal(key)}, {_literal(value)}, {now})"
+                    for (ns, key), value in stored
+                )
+                parts.append(
+                    f"INSERT INTO kv (namespace, key, value, updated_at) VALUES {values} "
+                    "ON CONFLICT (namespace, key) DO UPDATE SET value = excluded.value, "
+                    "updated_at = excluded.updated_at"
+                )
+            if deleted:
+                pairs = ", ".join(f"({_literal(ns)}, {_literal(key)})" for ns, key in deleted)
+                parts.append(f"DELETE FROM kv WHERE (namespace, key) IN ({pairs})")
+            if self._rolls:
+                rows = ", ".join(
+                    "(" + ", ".join(_literal(v) for v in row) + ")" for row in self._rolls
+                )
+                parts.append(f"INSERT INTO rolls ({_ROLL_COLUMNS}) VALUES {rows}")
+            parts.append("COMMIT")
+        if self._lock:
+            parts.append(f"SELECT pg_advisory_unlock({lock})")
+        return ";\n".join(parts)
 
-    async def rolls(
-        self, room: str, *, limit: int | None, user: str | None, session: str | None
-    ) -> list[RollRecord]:
-        import sqlalchemy as sa
-
-        rolls = tables().rolls
-        query = sa.select(*(rolls.c[name] for name in _FIELDS)).where(rolls.c.room == room)
-        if user is not None:
-            query = query.where(rolls.c.user == user)
-        if session is not None:
-            query = query.where(rolls.c.session == session)
-        query = query.order_by(rolls.c.seq.desc())
-        if limit is not None:
-            query = query.limit(max(limit, 0))
-        return [_roll_record(tuple(row)) for row in await self._conn.execute(query)]
+    def learn(self) -> None:
+        """Remember the keys this transaction read, to read them ahead next time."""
+        if not self._lock or not self._touched:
+            return
+        ahead = self._store._read_ahead
+        ahead.pop(self._lock, None)
+        if len(ahead) >= PG_READ_AHEAD_LOCKS:
+            ahead.pop(next(iter(ahead)))
+        ahead[self._lock] = tuple(self._touched[:PG_READ_AHEAD_KEYS])
 
 
 #: the SQLite stores whose write transaction the current task is inside (to refuse a nested
@@ -510,24 +630,30 @@ class SQLStore:
     the file) whose schema is up to date (:func:`upgrade`); :func:`open_store` does both."""
 
     def __init__(self, engine: AsyncEngine | str | URL) -> None:
-        #: the SQLAlchemy engine (PostgreSQL; on SQLite only the one given, closed with the store)
+        #: the SQLAlchemy engine given, if any (closed with the store; the store itself talks
+        #: to SQLite through sqlite3 and to PostgreSQL through asyncpg)
         self.engine: AsyncEngine | None = None
         path: Path | None = None
         if isinstance(engine, str):
             path = _sqlite_path(engine)
-            if path is None:
-                self.engine = create_engine(engine)
+            url: Any = None if path is not None else normalize_url(engine)
         else:
             given: Any = engine  # an AsyncEngine, or a SQLAlchemy URL
             url = getattr(given, "url", given)
+            self.engine = given if hasattr(given, "dispose") else None
             if url.get_backend_name() == "sqlite":
                 path = _sqlite_path(url.render_as_string(hide_password=False))
-                self.engine = given if hasattr(given, "dispose") else None
+                url = None
             else:
-                self.engine = given if hasattr(given, "dispose") else create_engine(given)
+                url = normalize_url(url)
         #: the SQLite database file (``None`` on PostgreSQL)
         self.path: Path | None = path
-        self.dialect: str = "sqlite" if path is not None else self._engine().dialect.name
+        self.dialect: str = "sqlite" if path is not None else "postgresql"
+        self._url = url
+        self._idle: list[Any] = []  # PostgreSQL connections not in use
+        self._open = 0  # PostgreSQL connections open
+        self._freed = asyncio.Condition()
+        self._read_ahead: dict[str, tuple[tuple[str, str], ...]] = {}
         self._writer: sqlite3.Connection | None = None
         self._reader: sqlite3.Connection | None = None
         self._checkpointer: sqlite3.Connection | None = None
@@ -537,10 +663,6 @@ class SQLStore:
         self._write_lock = asyncio.Lock()  # SQLite only: one writer at a time anyway
 
     # --- SQLite ---
-
-    def _engine(self) -> AsyncEngine:
-        assert self.engine is not None, "a SQLite store has no engine of its own"
-        return self.engine
 
     def _lite(self, reader: bool = False) -> sqlite3.Connection:
         """The store's writing (or reading) SQLite connection, opened on first use."""
@@ -626,25 +748,87 @@ class SQLStore:
             if not room_lock.locked() and not getattr(room_lock, "_waiters", None):
                 self._room_locks.pop(lock, None)
 
-    @asynccontextmanager
-    async def _pg_transaction(self, lock: str) -> AsyncIterator[_SQLTransaction]:
-        import sqlalchemy as sa
+    async def _connect(self) -> Any:
+        import asyncpg  # type: ignore[import-untyped]
 
-        async with self._local_lock(lock), self._engine().connect() as conn, conn.begin():
-            if lock:
-                await conn.execute(
-                    sa.select(sa.func.pg_advisory_xact_lock(ADVISORY_CLASS, sa.func.hashtext(lock)))
-                )
+        url = self._url
+        connection = await asyncpg.connect(
+            host=url.host,
+            port=url.port,
+            user=url.username,
+            password=url.password,
+            database=url.database,
+            server_settings={"standard_conforming_strings": "on", "application_name": "coterie"},
+            **{k: v for k, v in url.query.items() if k in ("ssl", "timeout")},
+        )
+        await connection.execute(_PG_SETUP)
+        return connection
+
+    async def _acquire(self) -> Any:
+        async with self._freed:
+            while not self._idle and self._open >= PG_POOL_SIZE:
+                await self._freed.wait()
+            if self._idle:
+                return self._idle.pop()
+            self._open += 1
+        try:
+            return await self._connect()
+        except BaseException:
+            await self._release(None)
+            raise
+
+    async def _release(self, conn: Any) -> None:
+        """Give back a connection (``None``: one that was closed, or never opened)."""
+        async with self._freed:
+            if conn is None or conn.is_closed():
+                self._open -= 1
+            else:
+                self._idle.append(conn)
+            self._freed.notify()
+
+    @asynccontextmanager
+    async def _connection(self) -> AsyncIterator[Any]:
+        """A connection of this store's own pool (no reset query on release: a connection in
+        doubt — a failed or cancelled call — is closed instead of reused)."""
+        conn = await self._acquire()
+        try:
+            yield conn
+        except BaseException:
+            conn.terminate()
+            await self._release(None)
+            raise
+        await self._release(conn)
+
+    @asynccontextmanager
+    async def _pg_transaction(self, lock: str) -> AsyncIterator[_PGTransaction]:
+        async with self._local_lock(lock):
+            conn = await self._acquire()
+            tx = _PGTransaction(self, conn, lock)
+            clean = False
             try:
-                yield _SQLTransaction(conn)
-            except BaseException as error:
-                log.debug("transaction %r rolled back: %r", lock, error)
-                raise
-
-    @asynccontextmanager
-    async def _reading(self) -> AsyncIterator[_SQLTransaction]:
-        async with self._engine().connect() as conn, conn.begin():
-            yield _SQLTransaction(conn)
+                try:
+                    yield tx
+                except BaseException as error:
+                    log.debug("transaction %r rolled back: %r", lock, error)
+                    # nothing was written: unless a database call was cut short, the
+                    # connection holds no more than the lock
+                    if not tx.busy and not isinstance(error, asyncio.CancelledError):
+                        if tx.started and lock:
+                            await conn.execute(
+                                f"SELECT pg_advisory_unlock({ADVISORY_CLASS}, "
+                                f"hashtext({_literal(lock)}))"
+                            )
+                        clean = True
+                    raise
+                query = tx.commit_query()
+                if query:
+                    await conn.execute(query)
+                clean = True
+                tx.learn()
+            finally:
+                if not clean:
+                    conn.terminate()  # a transaction in doubt is rolled back, its locks freed
+                await self._release(conn if clean else None)
 
     # --- the protocol ---
 
@@ -662,8 +846,11 @@ class SQLStore:
                 ).fetchone()
             )
             return None if found is None else json.loads(found[0])
-        async with self._reading() as tx:
-            return await tx.get(namespace, key)
+        async with self._connection() as conn:
+            value = await conn.fetchval(
+                "SELECT value FROM kv WHERE namespace = $1 AND key = $2", namespace, key
+            )
+        return None if value is None else json.loads(value)
 
     async def set(self, namespace: str, key: str, value: Any) -> None:
         check_json(value)  # before any retry or lock
@@ -682,8 +869,15 @@ class SQLStore:
     async def keys(self, namespace: str, prefix: str = "") -> list[str]:
         if self.path is not None:
             return await self._read(lambda db: _keys(db, namespace, prefix))
-        async with self._reading() as tx:
-            return await tx.keys(namespace, prefix)
+        async with self._connection() as conn:
+            found = await conn.fetch(
+                "SELECT key FROM kv WHERE namespace = $1 AND substr(key, 1, $2) = $3",
+                namespace,
+                len(prefix),
+                prefix,
+            )
+        # sorted here, not by the database: a PostgreSQL collation may order text differently
+        return sorted(k for (k,) in found if k.startswith(prefix))
 
     async def log_roll(self, record: RollRecord) -> None:
         _roll_row(record)  # refuse a record no store could keep before any retry or lock
@@ -703,8 +897,21 @@ class SQLStore:
     ) -> list[RollRecord]:
         if self.path is not None:
             return await self._read(lambda db: _select_rolls(db, room, limit, user, session))
-        async with self._reading() as tx:
-            return await tx.rolls(room, limit=limit, user=user, session=session)
+        query = _SELECT_PG_ROLLS + " WHERE room = $1"
+        args: list[Any] = [room]
+        if user is not None:
+            args.append(user)
+            query += f' AND "user" = ${len(args)}'
+        if session is not None:
+            args.append(session)
+            query += f" AND session = ${len(args)}"
+        query += " ORDER BY seq DESC"
+        if limit is not None:
+            args.append(max(limit, 0))
+            query += f" LIMIT ${len(args)}"
+        async with self._connection() as conn:
+            rows = await conn.fetch(query, *args)
+        return [_roll_record(tuple(row)) for row in rows]
 
     async def rooms(self) -> list[str]:
         """The rooms with logged rolls, sorted (not part of the protocol)."""
@@ -713,11 +920,9 @@ class SQLStore:
                 lambda db: [room for (room,) in db.execute("SELECT DISTINCT room FROM rolls")]
             )
             return sorted(found)
-        import sqlalchemy as sa
-
-        async with self._reading() as tx:
-            scalars = await tx._conn.scalars(sa.select(tables().rolls.c.room).distinct())
-            return sorted(scalars.all())
+        async with self._connection() as conn:
+            rows = await conn.fetch("SELECT DISTINCT room FROM rolls")
+        return sorted(room for (room,) in rows)
 
     async def close(self) -> None:
         if self._checkpoint is not None:
@@ -726,6 +931,11 @@ class SQLStore:
             if db is not None:
                 db.close()  # the last connection to the file checkpoints what is left
         self._writer = self._reader = self._checkpointer = None
+        async with self._freed:
+            idle, self._idle = self._idle, []
+            self._open -= len(idle)
+        for conn in idle:
+            await conn.close()
         if self.engine is not None:
             await self.engine.dispose()
 
