@@ -347,3 +347,30 @@ async def test_sqlite_waits_for_another_process_in_the_event_loop(tmp_path: Path
     finally:
         holder.wait(timeout=10)
         await store.close()
+
+
+async def test_postgresql_reads_are_cached_and_dropped_by_any_commit(pg_url: str) -> None:
+    """Values ``get`` read are kept (no round trip for the next read) until a commit — of this
+    store at once, of another (another worker) as soon as its notice arrives — changes them."""
+    one, two = await _two_stores(pg_url)
+    try:
+        await one.set("ns", "k", 1)
+        assert await one.get("ns", "k") == 1
+        assert ("ns", "k") in one._cache  # kept
+        await two.set("ns", "k", 2)  # another "worker"
+        deadline = time.monotonic() + 5
+        while await one.get("ns", "k") != 2:
+            assert time.monotonic() < deadline, "the other store's commit was never heard"
+            await asyncio.sleep(0.005)
+        async with one.transaction(ROOM) as tx:  # its own writes: seen at once
+            await tx.set("ns", "k", 3)
+        assert await one.get("ns", "k") == 3
+        await one.delete("ns", "k")
+        assert await one.get("ns", "k") is None
+        deadline = time.monotonic() + 5
+        while await two.get("ns", "k") is not None:
+            assert time.monotonic() < deadline
+            await asyncio.sleep(0.005)
+    finally:
+        await one.close()
+        await two.close()

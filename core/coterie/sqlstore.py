@@ -453,7 +453,18 @@ PG_POOL_SIZE = 15
 #: keys remembered per lock to read ahead in a transaction's first round trip; locks remembered
 PG_READ_AHEAD_KEYS = 32
 PG_READ_AHEAD_LOCKS = 1024
+#: the channel on which a commit names the keys it changed (``NAMESPACE<US>KEY``; ``*``: any)
+PG_CHANNEL = "coterie_kv"
+#: values a PostgreSQL store keeps from ``get`` outside transactions
+PG_CACHE_SIZE = 4096
 _ROLL_COLUMNS = ", ".join(f'"{name}"' for name in _FIELDS)
+
+
+def _notice(namespace: str, key: str) -> str:
+    payload = f"{namespace}\x1f{key}"
+    return payload if len(payload.encode()) < 7000 else "*"  # NOTIFY takes < 8000 bytes
+
+
 _SELECT_PG_ROLLS = f"SELECT {_ROLL_COLUMNS} FROM rolls"
 
 
@@ -601,10 +612,20 @@ class _PGTransaction:
                     "(" + ", ".join(_literal(v) for v in row) + ")" for row in self._rolls
                 )
                 parts.append(f"INSERT INTO rolls ({_ROLL_COLUMNS}) VALUES {rows}")
+            if self._writes:  # every store's read cache drops these keys (see SQLStore.get)
+                payloads = [_notice(ns, key) for ns, key in sorted(self._writes)]
+                parts.append(
+                    f"SELECT pg_notify({_literal(PG_CHANNEL)}, payload) FROM unnest(ARRAY["
+                    + ", ".join(_literal(p) for p in payloads)
+                    + "]::text[]) AS payload"
+                )
             parts.append("COMMIT")
         if self._lock:
             parts.append(f"SELECT pg_advisory_unlock({lock})")
         return ";\n".join(parts)
+
+    def written(self) -> list[tuple[str, str]]:
+        return list(self._writes)
 
     def learn(self) -> None:
         """Remember the keys this transaction read, to read them ahead next time."""
@@ -654,6 +675,10 @@ class SQLStore:
         self._open = 0  # PostgreSQL connections open
         self._freed = asyncio.Condition()
         self._read_ahead: dict[str, tuple[tuple[str, str], ...]] = {}
+        #: PostgreSQL: values read by ``get``, kept while a listener hears every commit's keys
+        self._cache: dict[tuple[str, str], str | None] = {}
+        self._listener: Any = None
+        self._heard = 0  # notices heard (a read that overlaps one is not kept)
         self._writer: sqlite3.Connection | None = None
         self._reader: sqlite3.Connection | None = None
         self._checkpointer: sqlite3.Connection | None = None
@@ -799,6 +824,33 @@ class SQLStore:
             raise
         await self._release(conn)
 
+    async def _listen(self) -> None:
+        """Open the connection that hears which keys commits change (``LISTEN``): while it
+        is up, values read by ``get`` are kept and dropped when a commit names their key."""
+        if self._listener is not None:
+            return
+        try:
+            listener = await self._connect()
+            await listener.add_listener(PG_CHANNEL, self._heard_notice)
+        except Exception as error:  # reads go to the database each time, as without a cache
+            log.warning("PostgreSQL: no LISTEN connection (%s): reads are not cached", error)
+            return
+        listener.add_termination_listener(self._lost_listener)
+        self._listener = listener
+
+    def _heard_notice(self, _conn: Any, _pid: int, _channel: str, payload: str) -> None:
+        self._heard += 1
+        if payload == "*":
+            self._cache.clear()
+        else:
+            namespace, _, key = payload.partition("\x1f")
+            self._cache.pop((namespace, key), None)
+
+    def _lost_listener(self, _conn: Any) -> None:
+        self._listener = None  # notices may be missed from now on: nothing cached is kept
+        self._heard += 1
+        self._cache.clear()
+
     @asynccontextmanager
     async def _pg_transaction(self, lock: str) -> AsyncIterator[_PGTransaction]:
         async with self._local_lock(lock):
@@ -825,6 +877,8 @@ class SQLStore:
                     await conn.execute(query)
                 clean = True
                 tx.learn()
+                for key in tx.written():  # this process's own reads see its writes at once
+                    self._cache.pop(key, None)
             finally:
                 if not clean:
                     conn.terminate()  # a transaction in doubt is rolled back, its locks freed
@@ -846,10 +900,20 @@ class SQLStore:
                 ).fetchone()
             )
             return None if found is None else json.loads(found[0])
-        async with self._connection() as conn:
-            value = await conn.fetchval(
-                "SELECT value FROM kv WHERE namespace = $1 AND key = $2", namespace, key
-            )
+        wanted = (namespace, key)
+        if self._listener is not None and wanted in self._cache:
+            value = self._cache[wanted]
+        else:
+            await self._listen()
+            heard = self._heard
+            async with self._connection() as conn:
+                value = await conn.fetchval(
+                    "SELECT value FROM kv WHERE namespace = $1 AND key = $2", namespace, key
+                )
+            if self._listener is not None and heard == self._heard:
+                if len(self._cache) >= PG_CACHE_SIZE:
+                    self._cache.pop(next(iter(self._cache)))
+                self._cache[wanted] = value
         return None if value is None else json.loads(value)
 
     async def set(self, namespace: str, key: str, value: Any) -> None:
@@ -934,7 +998,9 @@ class SQLStore:
         async with self._freed:
             idle, self._idle = self._idle, []
             self._open -= len(idle)
-        for conn in idle:
+        listener, self._listener = self._listener, None
+        self._cache.clear()
+        for conn in [*idle, *([listener] if listener is not None else [])]:
             await conn.close()
         if self.engine is not None:
             await self.engine.dispose()
