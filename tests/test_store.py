@@ -552,3 +552,25 @@ def test_a_current_sqlite_schema_opens_without_sqlalchemy(
 
     assert run() == "['aiosqlite', 'alembic', 'sqlalchemy']"  # created: migrated
     assert run() == "[]"  # current: plain sqlite3 only
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+async def test_sql_stores_offer_an_engine_for_plugins_tables(
+    backend: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """docs/storage.md: a plugin may keep tables of its own through ``store.engine``."""
+    if backend == "sqlite":
+        url = f"sqlite:///{tmp_path / 'state.db'}"
+    else:
+        url = request.getfixturevalue("pg_url")
+    store = await _sql_store(url)
+    try:
+        await store.set("ns", "k", 1)
+        async with store.engine.begin() as conn:
+            await conn.execute(sa.text("CREATE TABLE my_plugin_things (n integer)"))
+            await conn.execute(sa.text("INSERT INTO my_plugin_things VALUES (7)"))
+        async with store.engine.connect() as conn:
+            assert await conn.scalar(sa.text("SELECT n FROM my_plugin_things")) == 7
+            assert await conn.scalar(sa.text("SELECT count(*) FROM kv")) == 1
+    finally:
+        await store.close()

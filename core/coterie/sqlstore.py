@@ -651,9 +651,7 @@ class SQLStore:
     the file) whose schema is up to date (:func:`upgrade`); :func:`open_store` does both."""
 
     def __init__(self, engine: AsyncEngine | str | URL) -> None:
-        #: the SQLAlchemy engine given, if any (closed with the store; the store itself talks
-        #: to SQLite through sqlite3 and to PostgreSQL through asyncpg)
-        self.engine: AsyncEngine | None = None
+        self._engine: AsyncEngine | None = None
         path: Path | None = None
         if isinstance(engine, str):
             path = _sqlite_path(engine)
@@ -661,7 +659,7 @@ class SQLStore:
         else:
             given: Any = engine  # an AsyncEngine, or a SQLAlchemy URL
             url = getattr(given, "url", given)
-            self.engine = given if hasattr(given, "dispose") else None
+            self._engine = given if hasattr(given, "dispose") else None
             if url.get_backend_name() == "sqlite":
                 path = _sqlite_path(url.render_as_string(hide_password=False))
                 url = None
@@ -688,6 +686,18 @@ class SQLStore:
         self._write_lock = asyncio.Lock()  # SQLite only: one writer at a time anyway
 
     # --- SQLite ---
+
+    @property
+    def engine(self) -> AsyncEngine:
+        """A SQLAlchemy (async) engine on the store's database, for a plugin's own tables (see
+        docs/storage.md): the one the store was built on, else made on first use (SQLAlchemy is
+        imported then). The store itself talks to SQLite through :mod:`sqlite3` and to
+        PostgreSQL through asyncpg; the engine is closed with the store."""
+        if self._engine is None:
+            self._engine = create_engine(
+                f"sqlite:///{self.path}" if self.path is not None else self._url
+            )
+        return self._engine
 
     def _lite(self, reader: bool = False) -> sqlite3.Connection:
         """The store's writing (or reading) SQLite connection, opened on first use."""
@@ -1002,8 +1012,8 @@ class SQLStore:
         self._cache.clear()
         for conn in [*idle, *([listener] if listener is not None else [])]:
             await conn.close()
-        if self.engine is not None:
-            await self.engine.dispose()
+        if self._engine is not None:
+            await self._engine.dispose()
 
 
 # --- migrations ----------------------------------------------------------------------------
