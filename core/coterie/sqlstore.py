@@ -145,7 +145,11 @@ def __getattr__(name: str) -> Any:
 def _dumps(value: Any) -> str:
     """``value`` as compact JSON text; refuses what :func:`~coterie.state.check_json` refuses
     (``allow_nan=False``: NaN and infinities; anything JSON cannot hold)."""
-    return json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    return _ENCODER.encode(value)
+
+
+#: one encoder for every value (``json.dumps`` with options builds a new one per call)
+_ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"))
 
 
 def _sqlite_path(url: str) -> Path | None:
@@ -363,6 +367,7 @@ def _connect_sqlite(path: Path) -> sqlite3.Connection:
         if db.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
             db.execute("PRAGMA journal_mode = WAL")
         db.execute("PRAGMA synchronous = NORMAL")
+        db.execute("PRAGMA cache_size = -8192")  # 8 MiB: the roll log's indexes stay in memory
     except BaseException:
         db.close()
         raise
