@@ -374,3 +374,39 @@ async def test_postgresql_reads_are_cached_and_dropped_by_any_commit(pg_url: str
     finally:
         await one.close()
         await two.close()
+
+
+async def test_postgresql_room_is_freed_after_an_error_or_a_cancel(pg_url: str) -> None:
+    """A transaction that raises (nothing written) or is cancelled while it holds the room lets
+    the next transaction on that room in at once, and nothing of it lands."""
+    one, two = await _two_stores(pg_url)
+    try:
+        with pytest.raises(ZeroDivisionError):
+            async with one.transaction(ROOM) as tx:
+                await tx.set("ns", "k", "raised")
+                1 / 0  # noqa: B018
+        inside = asyncio.Event()
+
+        async def cancelled() -> None:
+            async with one.transaction(ROOM) as tx:
+                await tx.set("ns", "k", "cancelled")
+                inside.set()
+                await asyncio.sleep(60)
+
+        task = asyncio.create_task(cancelled())
+        await inside.wait()
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+        async def next_one() -> object:
+            async with two.transaction(ROOM) as tx:
+                return await tx.get("ns", "k")
+
+        assert await asyncio.wait_for(next_one(), timeout=10) is None
+        async with one.transaction(ROOM) as tx:  # the first store still works
+            await tx.set("ns", "k", "kept")
+        assert await two.get("ns", "k") == "kept"
+    finally:
+        await one.close()
+        await two.close()
