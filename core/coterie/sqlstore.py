@@ -769,6 +769,12 @@ class SQLStore:
                 _writing.reset(token)
 
     async def _read(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        """``work`` on a connection outside any transaction: the writing one while no
+        transaction of this store is open (its page cache is current after its own commits:
+        fewer system calls), else the reading one (which sees only what is committed)."""
+        writer = self._writer
+        if writer is not None and not self._write_lock.locked() and not writer.in_transaction:
+            return await _when_free(lambda: work(writer), "read")
         db = self._lite(reader=True)
         return await _when_free(lambda: work(db), "read")
 
