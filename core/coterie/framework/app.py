@@ -13,7 +13,7 @@ from typing import Any, NamedTuple
 from coterie.dice.sources import DiceSource, SystemDice
 from coterie.errors import ConfigError, UsageError
 from coterie.framework.adapter import Adapter
-from coterie.framework.commands import Command, CommandContext, new_roll_id
+from coterie.framework.commands import Command, CommandContext, new_roll_id, shown_id
 from coterie.framework.config import Config
 from coterie.framework.grammar import CommandLine, localise, shorten, split_command, suggest
 from coterie.framework.limits import limit_reply
@@ -443,9 +443,11 @@ class Coterie:
                 f"something went wrong while running `{context.settings.prefix}{command.name}` "
                 f"(incident {incident}). The bot keeps working."
             )
-        if context.roll_id is not None:
-            reply.meta.setdefault("roll_id", context.roll_id)
-            reply.body += roll_footer(context.roll_id)
+        if context.roll_id is not None:  # shown short; `!log` tells apart rolls sharing it
+            shown = shown_id(context.roll_id)
+            if reply.meta.get("roll_id") in (None, context.roll_id):
+                reply.meta["roll_id"] = shown
+            reply.body += roll_footer(shown)
         return reply
 
     async def _call(self, command: Command, context: CommandContext) -> Reply:

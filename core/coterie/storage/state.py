@@ -6,8 +6,8 @@ free botch) here; plugins get the same API through ``app.state`` and ``ctx.state
 Two implementations share the :class:`StateStore` protocol and one test suite:
 
 * :class:`MemoryStore` — process-local, for tests and throw-away bots;
-* :class:`coterie.sqlstore.SQLStore` — SQLAlchemy 2 (async) on SQLite (WAL, the default) or
-  PostgreSQL (asyncpg), with Alembic migrations.
+* :class:`coterie.sqlstore.SQLStore` — SQLite (WAL, the default; :mod:`sqlite3` on the event
+  loop) or PostgreSQL (asyncpg), with Alembic migrations.
 
 Every change that belongs together goes through one :meth:`StateStore.transaction`: its writes
 land together or not at all, and two transactions on the same ``lock`` key (a room) never
