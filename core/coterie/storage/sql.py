@@ -412,6 +412,17 @@ class SQLStore:
         # sorted here, not by the database: a PostgreSQL collation may order text differently
         return sorted(k for (k,) in found if k.startswith(prefix))
 
+    async def expire(self, namespace: str, before: float) -> int:
+        """Remove the values of ``namespace`` last written before ``before`` (seconds since the
+        epoch); how many went. Used to forget old answered events."""
+        query = "DELETE FROM kv WHERE namespace = {} AND updated_at < {}"
+        if self.path is not None:
+            async with self._lite_transaction() as tx:
+                return int(tx.execute(query.format("?", "?"), (namespace, before)).rowcount)
+        async with self._connection() as conn:
+            status = await conn.execute(query.format("$1", "$2"), namespace, before)
+        return int(str(status).rsplit(" ", 1)[-1] or 0)
+
     async def log_roll(self, record: RollRecord) -> None:
         roll_row(record)  # refuse a record no store could keep before any retry or lock
 

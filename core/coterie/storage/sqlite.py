@@ -120,6 +120,10 @@ class LiteTransaction:
     def __init__(self, db: sqlite3.Connection) -> None:
         self._db = db
 
+    def execute(self, statement: str, parameters: tuple[Any, ...] = ()) -> sqlite3.Cursor:
+        """Run one statement in this transaction (the store's own housekeeping)."""
+        return self._db.execute(statement, parameters)
+
     async def get(self, namespace: str, key: str) -> Any | None:
         found = self._db.execute(
             "SELECT value FROM kv WHERE namespace = ? AND key = ?", (namespace, key)

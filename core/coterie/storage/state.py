@@ -294,6 +294,18 @@ class MemoryStore:
     async def get(self, namespace: str, key: str) -> Any | None:
         return json_copy(self._data.get((namespace, key)))
 
+    async def expire(self, namespace: str, before: float) -> int:
+        """Remove the values of ``namespace`` stamped (``"at"``) before ``before``; how many."""
+        old = [
+            k
+            for k, v in self._data.items()
+            if k[0] == namespace and isinstance(v, dict) and v.get("at", before) < before
+        ]
+        async with self._commit:
+            for k in old:
+                self._data.pop(k, None)
+        return len(old)
+
     async def set(self, namespace: str, key: str, value: Any) -> None:
         copied = json_copy(value)
         async with self._commit:
