@@ -566,10 +566,13 @@ async def test_recent_records_are_bounded():
 
 
 def test_backoff_doubles_up_to_the_maximum():
-    backoff = Backoff(0.5, 3.0)
+    backoff = Backoff(0.5, 3.0, jitter=0)
     assert [backoff.next() for _ in range(5)] == [0.5, 1.0, 2.0, 3.0, 3.0]
     backoff.reset()
     assert backoff.next() == 0.5
+    jittered = Backoff(0.5, 3.0)  # the default: up to 20 % longer, never shorter
+    waits = [jittered.next() for _ in range(5)]
+    assert all(n <= w <= n * 1.2 for w, n in zip(waits, [0.5, 1.0, 2.0, 3.0, 3.0], strict=True))
 
 
 # --- the bot against a stub client ---------------------------------------------------------------

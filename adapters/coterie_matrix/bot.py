@@ -55,6 +55,7 @@ from coterie.adapters import drain_tasks
 from coterie.app import Coterie
 from coterie.elements import Image, Reply
 from coterie.message import Message
+from coterie.retry import Backoff, retry
 from coterie_matrix import content
 from coterie_matrix.content import Target
 from coterie_matrix.formatting import Part as TextPart
@@ -119,23 +120,6 @@ class LoginFailed(RuntimeError):
 
 class Unreachable(RuntimeError):
     """The homeserver answered with a transient error (e.g. 502 from its proxy)."""
-
-
-class Backoff:
-    """Exponential waits: ``initial``, doubling, at most ``maximum``; :meth:`reset` on success."""
-
-    def __init__(self, initial: float, maximum: float) -> None:
-        self.initial = initial
-        self.maximum = maximum
-        self._next = initial
-
-    def next(self) -> float:
-        wait = self._next
-        self._next = min(self._next * 2, self.maximum)
-        return wait
-
-    def reset(self) -> None:
-        self._next = self.initial
 
 
 @dataclass
@@ -734,22 +718,26 @@ class MatrixBot:
         encrypted = bool(room is not None and room.encrypted)
         upload: Any = None
         keys: dict[str, Any] | None = None
-        backoff = Backoff(self.settings.reconnect_initial, self.settings.reconnect_max)
-        for attempt in range(SEND_ATTEMPTS):
-            try:
-                upload, keys = await self.client.upload(
+        try:
+            # safe to repeat: an upload that went through only leaves an unused file behind
+            upload, keys = await retry(
+                lambda: self.client.upload(
                     io.BytesIO(picture.data),
                     content_type=picture.mime,
                     filename=picture.filename,
                     encrypt=encrypted,
                     filesize=len(picture.data),
-                )
-                break
-            except CONNECTION_ERRORS as error:
-                if attempt + 1 == SEND_ATTEMPTS:
-                    log.warning("could not upload %s: %s", picture.filename, _describe(error))
-                    return
-                await asyncio.sleep(backoff.next())
+                ),
+                what=f"uploading {picture.filename}",
+                safe=lambda error: isinstance(error, CONNECTION_ERRORS),
+                attempts=SEND_ATTEMPTS,
+                backoff=self._send_backoff(),
+                logger=log,
+                level=logging.INFO,
+            )
+        except CONNECTION_ERRORS as error:
+            log.warning("could not upload %s: %s", picture.filename, _describe(error))
+            return
         if not isinstance(upload, UploadResponse):
             log.warning("the homeserver refused the upload of %s: %s", picture.filename, upload)
             await self.notify(target, f"I could not upload the image ({picture.alt}).", txn)
@@ -766,31 +754,42 @@ class MatrixBot:
         if room is not None and room.encrypted and self.client.olm is None:
             log.warning("not answering in %s: the room is encrypted and encryption is off", room_id)
             return None
-        backoff = Backoff(self.settings.reconnect_initial, self.settings.reconnect_max)
-        for attempt in range(SEND_ATTEMPTS):
-            try:
-                response = await self.client.room_send(
-                    room_id, event_type, body, tx_id=txn, ignore_unverified_devices=True
-                )
-            except CONNECTION_ERRORS as error:
-                if attempt + 1 == SEND_ATTEMPTS:
-                    log.warning("gave up sending to %s: %s", room_id, _describe(error))
-                    return None
-                await asyncio.sleep(backoff.next())
-                continue
-            except LocalProtocolError as error:
-                log.warning("cannot send to %s: %s", room_id, error)
-                return None
-            if isinstance(response, RoomSendResponse):
-                return str(response.event_id)
-            if _logged_out(response):
-                raise LoginFailed(f"the homeserver ended the session: {_describe(response)}")
-            if _is_transient(response) and attempt + 1 < SEND_ATTEMPTS:
-                await asyncio.sleep(backoff.next())
-                continue
-            log.warning("the homeserver refused a message to %s: %s", room_id, _describe(response))
+
+        async def attempt() -> Any:
+            response = await self.client.room_send(
+                room_id, event_type, body, tx_id=txn, ignore_unverified_devices=True
+            )
+            if _is_transient(response):
+                raise Unreachable(_describe(response))
+            return response
+
+        try:
+            # safe to repeat: the same transaction id makes the homeserver answer a repeat with
+            # the event it already made
+            response = await retry(
+                attempt,
+                what=f"sending to {room_id}",
+                safe=lambda error: isinstance(error, (*CONNECTION_ERRORS, Unreachable)),
+                attempts=SEND_ATTEMPTS,
+                backoff=self._send_backoff(),
+                logger=log,
+                level=logging.INFO,
+            )
+        except (*CONNECTION_ERRORS, Unreachable) as error:
+            log.warning("gave up sending to %s: %s", room_id, _describe(error))
             return None
+        except LocalProtocolError as error:
+            log.warning("cannot send to %s: %s", room_id, error)
+            return None
+        if isinstance(response, RoomSendResponse):
+            return str(response.event_id)
+        if _logged_out(response):
+            raise LoginFailed(f"the homeserver ended the session: {_describe(response)}")
+        log.warning("the homeserver refused a message to %s: %s", room_id, _describe(response))
         return None
+
+    def _send_backoff(self) -> Backoff:
+        return Backoff(self.settings.reconnect_initial, self.settings.reconnect_max)
 
     # --- rooms -----------------------------------------------------------------------------------
 

@@ -38,6 +38,7 @@ from coterie.message import Message
 from coterie.metrics import Metrics
 from coterie.plugins import PluginHost
 from coterie.ratelimit import RateLimiter, describe_wait
+from coterie.retry import Backoff
 from coterie.rules import RoomSettings, Variant
 from coterie.state import AmbientStore, MemoryStore, StateStore, Transaction
 
@@ -212,7 +213,7 @@ class Coterie:
 
     async def _supervise(self, name: str, *, max_delay: float = 60.0) -> None:
         cls = self.adapter_classes[name]
-        delay = self.restart_delay
+        backoff = Backoff(initial=self.restart_delay, maximum=max_delay)
         while True:
             adapter = cls(self, self.config.adapters.get(name, {}))
             self.metrics.adapter_started(name, adapter)
@@ -225,10 +226,10 @@ class Coterie:
                 raise
             except Exception:
                 if time.monotonic() - started >= max_delay:
-                    delay = self.restart_delay  # it ran well for a while: start the back-off anew
-                log.exception("adapter %s crashed; restarting in %g s", name, delay)
+                    backoff.reset()  # it ran well for a while: start the back-off anew
+                delay = backoff.next()
+                log.exception("adapter %s crashed; restarting in %.3f s", name, delay)
                 await asyncio.sleep(delay)
-                delay = min(delay * 2, max_delay)
 
     # --- rooms -------------------------------------------------------------------------------
 

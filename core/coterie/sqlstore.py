@@ -42,6 +42,7 @@ from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
 from coterie.errors import ConfigError
+from coterie.retry import Backoff, retry
 from coterie.state import MemoryStore, RollRecord, StateStore, Transaction, check_json
 
 if TYPE_CHECKING:
@@ -202,16 +203,21 @@ async def atomically(
     gives up on it (a deadlock, a serialization failure, a lock wait running out), run it again
     (at most ``attempts`` times). ``body`` must do nothing but its reads and writes through
     ``tx``: it may run more than once."""
-    for attempt in range(1, attempts + 1):
-        try:
-            async with store.transaction(lock) as tx:
-                return await body(tx)
-        except DBAPIError as error:
-            if attempt == attempts or not is_retryable(error):
-                raise
-            log.info("transaction %r: %s; trying again (%d)", lock, error.orig, attempt)
-            await asyncio.sleep(0.01 * 2**attempt)
-    raise AssertionError("unreachable")  # pragma: no cover
+
+    async def once() -> T:
+        async with store.transaction(lock) as tx:
+            return await body(tx)
+
+    # safe to retry: the database rolled the whole transaction back
+    return await retry(
+        once,
+        what=f"transaction {lock!r}",
+        safe=is_retryable,
+        attempts=attempts,
+        backoff=Backoff(initial=0.02, maximum=0.5),
+        logger=log,
+        level=logging.INFO,
+    )
 
 
 class _SQLTransaction:
