@@ -41,7 +41,9 @@ def _refuse_secrets(table: Any, where: str) -> None:
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # strict: a value must already have the key's type (TOML gives real types): ``true`` is not
+    # the number 1 and ``"10"`` is not 10; only an integer is accepted where a float is expected
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
 
 class RateLimits(_Strict):
@@ -275,6 +277,10 @@ def _format(
                 message += f" (did you mean {close[0]!r}?)"
             elif known:
                 message += f" (known keys: {', '.join(known)})"
+        elif item["type"] in ("int_type", "float_type") and isinstance(item.get("input"), bool):
+            word = "true" if item["input"] else "false"
+            kind = "a whole number" if item["type"] == "int_type" else "a number"
+            message = f"must be {kind}, not {word}"
         elif item["type"] == "missing":
             message = "missing: " + (missing or {}).get(str(item["loc"][-1]), "required")
         elif message.startswith("Value error, "):
@@ -300,7 +306,7 @@ def validate_table(
     pydantic model. A problem is a :class:`ConfigError` naming the key as ``where.key``, unknown
     keys with the closest known one; ``missing`` gives a hint per required key."""
     try:
-        return model.model_validate(dict(table))
+        return model.model_validate(dict(table), strict=True)
     except ValidationError as error:
         raise ConfigError(_format(error, model, prefix=where, missing=missing)) from None
 
