@@ -36,6 +36,7 @@ class SlackAdapter(Adapter):
 
     name = "slack"
     summary = "Slack workspaces (slack-bolt): Socket Mode or the HTTP Events API"
+    settings_model = SlackSettings
 
     @classmethod
     def check_settings(cls, settings: Mapping[str, Any]) -> None:

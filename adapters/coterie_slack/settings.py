@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from coterie.config import validate_table
+from coterie.config import SECRET_ENV, validate_table
 from coterie.errors import ConfigError
 
 WHERE = "adapters.slack"
@@ -35,11 +35,17 @@ class SlackSettings(BaseModel):
     #: ``socket`` (Socket Mode: an outgoing websocket, no public URL) or ``http`` (Events API)
     mode: Literal["socket", "http"] = "socket"
     #: the environment variable holding the bot token (``xoxb-…``)
-    bot_token_env: str = Field(default="SLACK_BOT_TOKEN", min_length=1)
+    bot_token_env: str = Field(
+        default="SLACK_BOT_TOKEN", min_length=1, json_schema_extra=SECRET_ENV
+    )
     #: the environment variable holding the app-level token (``xapp-…``; Socket Mode only)
-    app_token_env: str = Field(default="SLACK_APP_TOKEN", min_length=1)
+    app_token_env: str = Field(
+        default="SLACK_APP_TOKEN", min_length=1, json_schema_extra=SECRET_ENV
+    )
     #: the environment variable holding the signing secret (HTTP mode only)
-    signing_secret_env: str = Field(default="SLACK_SIGNING_SECRET", min_length=1)
+    signing_secret_env: str = Field(
+        default="SLACK_SIGNING_SECRET", min_length=1, json_schema_extra=SECRET_ENV
+    )
     #: HTTP mode: the address and port to listen on, and the path Slack posts to
     host: str = Field(default="127.0.0.1", min_length=1)
     port: int = Field(default=3000, ge=0, le=65535)

@@ -40,6 +40,31 @@ def _refuse_secrets(table: Any, where: str) -> None:
         _refuse_secrets(item, f"{where}.{key}")
 
 
+#: ``json_schema_extra`` of a settings field whose value names the environment variable that holds
+#: a secret (a token, a password): the logs redact that variable's value, whatever its length
+SECRET_ENV: dict[str, Any] = {"secret_env": True}
+
+
+def secret_env_fields(model: type[BaseModel]) -> list[str]:
+    """The fields of a settings model marked :data:`SECRET_ENV`."""
+    return [
+        name
+        for name, info in model.model_fields.items()
+        if isinstance(info.json_schema_extra, dict) and info.json_schema_extra.get("secret_env")
+    ]
+
+
+def secret_env_names_of(model: type[BaseModel], table: Mapping[str, Any]) -> list[str]:
+    """The environment variables a settings table names in its secret fields (the table's value,
+    else the field's default)."""
+    names = []
+    for name in secret_env_fields(model):
+        value = table.get(name, model.model_fields[name].default)
+        if isinstance(value, str) and value:
+            names.append(value)
+    return names
+
+
 class _Strict(BaseModel):
     # strict: a value must already have the key's type (TOML gives real types): ``true`` is not
     # the number 1 and ``"10"`` is not 10; only an integer is accepted where a float is expected
