@@ -62,7 +62,8 @@ class SlackSettings(BaseModel):
     api_url: str = "https://slack.com/api/"
     #: Socket Mode: seconds between websocket pings; a dead connection is replaced after a few
     ping_interval: float = Field(default=10.0, gt=0, le=300)
-    #: how often one Web API call is retried after ``ratelimited`` (HTTP 429, honouring Retry-After)
+    #: how often one Web API call is retried after ``ratelimited`` (HTTP 429) or a 5xx (each time
+    #: after Retry-After, else the back-off)
     rate_limit_retries: int = Field(default=3, ge=0, le=10)
 
     @field_validator("path")
