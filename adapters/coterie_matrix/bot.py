@@ -45,6 +45,7 @@ from nio import (  # type: ignore[import-untyped]
     LocalProtocolError,
     LoginResponse,
     MegolmEvent,
+    RoomMessagesResponse,
     RoomSendResponse,
     SyncResponse,
     UploadResponse,
@@ -55,11 +56,12 @@ from coterie.adapters import drain_tasks
 from coterie.app import Coterie
 from coterie.elements import Image, Reply
 from coterie.message import Message
-from coterie.retry import Backoff, retry
+from coterie.retry import Backoff as Backoff  # re-exported: the adapter's reconnect loop
+from coterie.retry import retry
 from coterie_matrix import content
 from coterie_matrix.content import Target
+from coterie_matrix.formatting import FORMAT, button_keys, escape, render
 from coterie_matrix.formatting import Part as TextPart
-from coterie_matrix.formatting import button_keys, escape, render
 from coterie_matrix.incoming import read_command
 from coterie_matrix.session import RecentRecords, Session
 from coterie_matrix.settings import Credentials, MatrixSettings
@@ -85,8 +87,10 @@ TYPING_RENEW = 20.0
 TYPING_LIMIT = 600.0
 #: how long the sync loop waits for the answers to one sync before it syncs again
 ANSWER_WAIT = 0.5
-#: timeline events per room and sync (a gap after a long absence is read up to this many)
+#: timeline events per room and sync; a longer gap (a limited timeline) is read back with
+#: ``/messages``, :data:`CATCH_UP_PAGE` events a request, up to ``catch_up_limit``
 TIMELINE_LIMIT = 100
+CATCH_UP_PAGE = 100
 
 #: failures of the connection itself: retried with back-off
 CONNECTION_ERRORS: tuple[type[Exception], ...] = (
@@ -120,6 +124,10 @@ class LoginFailed(RuntimeError):
 
 class Unreachable(RuntimeError):
     """The homeserver answered with a transient error (e.g. 502 from its proxy)."""
+
+
+#: what a send retries (with the same transaction id, so never twice): a lost connection, a 5xx
+SEND_RETRIED: tuple[type[Exception], ...] = (*CONNECTION_ERRORS, Unreachable)
 
 
 @dataclass
@@ -166,6 +174,10 @@ class MatrixBot:
         self._backoff = Backoff(settings.reconnect_initial, settings.reconnect_max)
         self._failure: LoginFailed | None = None
         self._presses = asyncio.Lock()
+        #: per room, in the sync being processed: commands too old to answer, and whether reading
+        #: back stopped before it reached where the bot left off
+        self._skipped: dict[str, list[str]] = {}
+        self._cut_short: set[str] = set()
 
     # --- logging in ------------------------------------------------------------------------------
 
@@ -350,7 +362,7 @@ class MatrixBot:
         fresh = self.next_batch is None
         batch = _Batch(token=response.next_batch, tasks=set())
         self._batches.append(batch)
-        await self._process(response, batch, backlog=fresh)
+        await self._process(response, batch, backlog=fresh, since=self.next_batch)
         self.next_batch = response.next_batch
         if batch.tasks:
             # Answer before asking for more: the homeserver (one process) then serves the
@@ -413,7 +425,9 @@ class MatrixBot:
 
     # --- what a sync brings ----------------------------------------------------------------------
 
-    async def _process(self, response: Any, batch: _Batch, *, backlog: bool) -> None:
+    async def _process(
+        self, response: Any, batch: _Batch, *, backlog: bool, since: str | None = None
+    ) -> None:
         for room_id, info in response.rooms.invite.items():
             await self._on_invite(room_id, info.invite_state)
         for room_id, info in response.rooms.leave.items():
@@ -422,9 +436,80 @@ class MatrixBot:
             if response.rooms.join:
                 log.info("skipped the backlog of %d room(s)", len(response.rooms.join))
             return
+        self._skipped.clear()
+        self._cut_short.clear()
         for room_id, info in response.rooms.join.items():
-            for event in self._after_own_join(info.timeline.events):
+            events = list(info.timeline.events)
+            if getattr(info.timeline, "limited", False) and since and info.timeline.prev_batch:
+                events = [*await self._read_back(room_id, info.timeline.prev_batch, since), *events]
+            for event in self._after_own_join(events):
                 self._on_event(room_id, event, batch)
+            if self._skipped.get(room_id) or room_id in self._cut_short:
+                self._tell_skipped(room_id, events, batch)
+
+    async def _read_back(self, room_id: str, start: str, since: str) -> list[Any]:
+        """The events a limited sync left out of ``room_id``'s timeline, oldest first: paged
+        back with ``/messages`` from ``start`` (the timeline's ``prev_batch``) to ``since`` (the
+        sync token the bot left off at). Bounded by ``catch_up_limit`` events and by
+        ``max_event_age`` (a page that reaches older events is the last one); when it stops
+        before ``since``, the room is marked cut short (see :meth:`_tell_skipped`)."""
+        limit = self.settings.catch_up_limit
+        pages: list[list[Any]] = []
+        read = 0
+        token = start
+        while True:
+            if read >= limit:
+                self._cut_short.add(room_id)
+                break
+            try:
+                page = await self.client.room_messages(
+                    room_id, start=token, end=since, limit=min(CATCH_UP_PAGE, limit - read)
+                )
+            except CONNECTION_ERRORS as error:
+                page = error
+            if not isinstance(page, RoomMessagesResponse):
+                log.warning("could not read back the history of %s: %s", room_id, _describe(page))
+                self._cut_short.add(room_id)
+                break
+            pages.append(list(page.chunk))
+            read += len(page.chunk)
+            if not page.chunk or not page.end or page.end == token:
+                break  # back where the bot left off
+            oldest = getattr(page.chunk[-1], "source", {}).get("origin_server_ts")
+            if (
+                isinstance(oldest, int)
+                and self.clock() - oldest / 1000 > self.settings.max_event_age
+            ):
+                self._cut_short.add(room_id)  # what is older is too old to answer anyway
+                break
+            token = page.end
+        if read:
+            log.info("read back %d event(s) of %s missed while away", read, room_id)
+        return [event for chunk in reversed(pages) for event in reversed(chunk)]
+
+    def _tell_skipped(self, room_id: str, events: list[Any], batch: _Batch) -> None:
+        """One notice in the room about the commands it did not answer after an absence."""
+        skipped = self._skipped.get(room_id, [])
+        cut_short = room_id in self._cut_short
+        first = next((getattr(e, "event_id", None) for e in events), None) or room_id
+        key = f"skipped:{skipped[-1] if skipped else first}"
+        text = skipped_notice(
+            len(skipped),
+            cut_short=cut_short,
+            max_age=self.settings.max_event_age,
+            limit=self.settings.catch_up_limit,
+        )
+        self._spawn(key, self._send_notice(room_id, text, key), batch)
+
+    async def _send_notice(self, room_id: str, text: str, cause: str) -> None:
+        body = {
+            "msgtype": "m.notice",
+            "body": text,
+            "format": FORMAT,
+            "formatted_body": escape(text),
+            "m.mentions": {},
+        }
+        await self.send(room_id, "m.room.message", body, content.transaction_id(cause, "notice"))
 
     def _after_own_join(self, events: list[Any]) -> list[Any]:
         """The timeline after the bot's own join, if it joined in this sync: history from before
@@ -473,7 +558,10 @@ class MatrixBot:
         room = self.client.rooms.get(room_id)
         me = room.users.get(self.user_id) if room is not None else None
         command = read_command(body, self.user_id, me.display_name if me is not None else None)
-        if command is None or not isinstance(sender, str) or self._too_old(source):
+        if command is None or not isinstance(sender, str):
+            return
+        if self._too_old(source):
+            self._skipped.setdefault(room_id, []).append(event_id)
             return
         direct = room is not None and not room.is_named and room.joined_count <= 2
         message = Message(
@@ -769,13 +857,13 @@ class MatrixBot:
             response = await retry(
                 attempt,
                 what=f"sending to {room_id}",
-                safe=lambda error: isinstance(error, (*CONNECTION_ERRORS, Unreachable)),
+                safe=lambda error: isinstance(error, SEND_RETRIED),
                 attempts=SEND_ATTEMPTS,
                 backoff=self._send_backoff(),
                 logger=log,
                 level=logging.INFO,
             )
-        except (*CONNECTION_ERRORS, Unreachable) as error:
+        except SEND_RETRIED as error:
             log.warning("gave up sending to %s: %s", room_id, _describe(error))
             return None
         except LocalProtocolError as error:
@@ -956,3 +1044,27 @@ def _moderates(room: Any, user_id: str) -> bool:
         return int(levels.get_user_level(user_id)) >= ADMIN_POWER_LEVEL
     except (TypeError, ValueError, AttributeError):
         return False
+
+
+def skipped_notice(commands: int, *, cut_short: bool, max_age: float, limit: int) -> str:
+    """The notice after an absence: which commands were not answered, and what to do."""
+    age = describe_age(max_age)
+    if cut_short:
+        seen = f" (of those I saw, {commands} were too old to answer)" if commands else ""
+        return (
+            "I was away and could not read back this far: commands among the older messages "
+            f"were not answered{seen}. I read back at most {limit} messages, none older than "
+            f"{age}. Send again what still matters."
+        )
+    return (
+        f"I was away: {commands} command(s) sent more than {age} before I saw them were not "
+        "answered. Send again what still matters."
+    )
+
+
+def describe_age(seconds: float) -> str:
+    if seconds >= 7200:
+        return f"{seconds / 3600:.0f} hours"
+    if seconds >= 120:
+        return f"{seconds / 60:.0f} minutes"
+    return f"{seconds:.0f} seconds"

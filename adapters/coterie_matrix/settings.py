@@ -83,6 +83,11 @@ class MatrixSettings(BaseModel):
     reconnect_max: float = Field(default=60.0, gt=0, le=3600)
     #: commands older than this (seconds) when the bot sees them are not answered
     max_event_age: float = Field(default=600.0, ge=1, le=7 * 24 * 3600)
+    #: after an absence: how many events per room the bot reads back (``/messages``) to where it
+    #: left off; older ones (and commands older than ``max_event_age``) are named in one notice
+    catch_up_limit: int = Field(default=1000, ge=0, le=100_000)
+    #: seconds a reply's reaction buttons can be pressed; then the bot takes them back
+    button_ttl: float = Field(default=24 * 3600.0, ge=1, le=7 * 24 * 3600)
 
     @field_validator("homeserver")
     @classmethod
