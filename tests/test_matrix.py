@@ -369,6 +369,56 @@ async def test_reaction_buttons_only_for_the_roller(synapse, bot, player, other,
         assert await adapter.bot.answered.contains(reaction)
 
 
+async def test_lapsed_reaction_buttons_are_taken_back(synapse, bot, player, tmp_path):
+    """Buttons nobody pressed stayed on the reply for ever: now the bot takes its reactions back
+    when they lapse (``button_ttl``), and a late press is told they expired."""
+    adapter = make_adapter(make_core(), synapse, bot, tmp_path / "store", button_ttl=2)
+    async with serving(adapter):
+        room = await joined_room(player, bot)
+        command = await player.say(room, "!offer")
+        offer = await player.wait_reply(bot.user_id, command)
+        keys = []
+        for key in KEYCAPS[:2]:
+            seen = await player.wait_for(
+                lambda s, key=key: (
+                    s.type == "m.reaction"
+                    and s.sender == bot.user_id
+                    and s.content["m.relates_to"].get("key") == key
+                ),
+                f"the bot's {key} reaction",
+            )
+            keys.append(seen.event_id)
+        for reaction in keys:
+            await player.wait_for(
+                lambda s, reaction=reaction: (
+                    s.type == "m.room.redaction"
+                    and s.sender == bot.user_id
+                    and reaction in (s.source.get("redacts"), s.content.get("redacts"))
+                ),
+                "the lapsed button taken back",
+            )
+        await player.react(room, offer.event_id, KEYCAPS[0])
+        late = await player.wait_for(
+            lambda s: s.replies_to(offer.event_id) and "expired" in s.content["body"],
+            "the expired notice",
+        )
+        assert late.content["body"] == "These buttons have expired: type the command instead."
+        await player.settle(0.5)
+    assert not [r for r in player.replies(bot.user_id) if r.content["body"].endswith("rerolled")]
+
+
+async def test_inline_code_in_backticks_is_code_in_the_html_body(synapse, bot, player, tmp_path):
+    async with serving(make_adapter(make_core(), synapse, bot, tmp_path / "store")):
+        room = await joined_room(player, bot)
+        command = await player.say(room, "!set")
+        reply = await player.wait_reply(bot.user_id, command)
+    html, plain = reply.content["formatted_body"], reply.content["body"]
+    assert "<code>!set difficulty 7</code>" in html
+    # no backtick left outside code (the usage line is code as a whole: its own stay inside it)
+    assert "`" not in re.sub(r"<code>.*?</code>", "", html)
+    assert "`!set difficulty 7`" in plain  # the plain body keeps the Markdown-style backticks
+
+
 async def test_typing_while_a_slow_command_runs(synapse, bot, player, tmp_path):
     plugin = MatrixTestCommands()
     adapter = make_adapter(make_core(plugin=plugin), synapse, bot, tmp_path / "store")

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import io
 import logging
 import time
@@ -73,9 +74,9 @@ PLATFORM = "matrix"
 DRAIN_SECONDS = 10.0
 #: answered event ids remembered (a restart resumes at most one sync behind)
 ANSWERED_SIZE = 5000
-#: replies whose reaction buttons can be pressed, and for how long
+#: replies whose reaction buttons can be pressed (how long: the ``button_ttl`` setting)
 BUTTON_RECORDS = 2000
-BUTTON_SECONDS = 24 * 3600.0
+BUTTONS_NAMESPACE = "matrix.buttons"
 #: undecryptable events kept for a late key: how many, how long
 UNDECRYPTED_SIZE = 200
 UNDECRYPTED_SECONDS = 300.0
@@ -158,7 +159,7 @@ class MatrixBot:
         self.user_id = settings.user_id
         self.session = Session(core.state, settings.user_id, store_dir)
         self.answered = RecentRecords(core.state, "matrix.answered", ANSWERED_SIZE)
-        self.buttons = RecentRecords(core.state, "matrix.buttons", BUTTON_RECORDS)
+        self.buttons = RecentRecords(core.state, BUTTONS_NAMESPACE, BUTTON_RECORDS)
         self.client: Any = None
         #: the token the next sync starts from (``None``: a fresh session, the backlog is skipped)
         self.next_batch: str | None = None
@@ -174,6 +175,9 @@ class MatrixBot:
         self._backoff = Backoff(settings.reconnect_initial, settings.reconnect_max)
         self._failure: LoginFailed | None = None
         self._presses = asyncio.Lock()
+        #: timers that take a reply's buttons back when they lapse
+        self._lapses: dict[str, asyncio.Task[None]] = {}
+        self._swept = False
         #: per room, in the sync being processed: commands too old to answer, and whether reading
         #: back stopped before it reached where the bot left off
         self._skipped: dict[str, list[str]] = {}
@@ -401,6 +405,12 @@ class MatrixBot:
         to-device messages; then encrypted events whose key may have arrived."""
         if self._invitations:
             await self._answer_invitations()
+        if not self._swept:
+            self._swept = True
+            try:
+                await self._sweep_buttons()
+            except Exception:  # buttons are a convenience: never stop the sync loop for them
+                log.exception("could not check the reaction buttons")
         client = self.client
         if client.olm is None:
             return
@@ -659,7 +669,10 @@ class MatrixBot:
                 problem = f"Only {who} can use these buttons: they belong to that roll."
             elif record.get("used"):
                 problem = "These buttons were already used."
-            elif self.clock() - float(record.get("ts") or 0) > BUTTON_SECONDS:
+            elif (
+                record.get("lapsed")
+                or self.clock() - float(record.get("ts") or 0) > self.settings.button_ttl
+            ):
                 problem = "These buttons have expired: type the command instead."
             else:
                 problem = None
@@ -685,7 +698,18 @@ class MatrixBot:
             await self.deliver(reply, target, owner=presser, cause=event_id)
 
     async def _remove_keys(self, room_id: str, record: Mapping[str, Any], cause: str) -> None:
-        """Take the bot's own reactions off a reply whose button was pressed (best effort)."""
+        """Take the bot's own reactions off a reply whose button was pressed or whose buttons
+        lapsed (best effort), and note it in the record."""
+        target = record.get("event")
+        timer = self._lapses.pop(target, None) if isinstance(target, str) else None
+        if timer is not None and timer is not asyncio.current_task():
+            timer.cancel()
+        if isinstance(target, str):
+            async with self._presses:
+                stored = await self.buttons.get(target)
+                if isinstance(stored, dict):
+                    record = stored
+                    await self.buttons.put(target, {**stored, "removed": True})
         for index, reaction_id in enumerate((record.get("reactions") or {}).values()):
             try:
                 response = await self.client.room_redact(
@@ -788,6 +812,8 @@ class MatrixBot:
             "reactions": {},
             "used": False,
             "ts": self.clock(),
+            "room": target.room_id,
+            "event": event_id,
         }
         await self.buttons.put(event_id, record)
         for index, key in enumerate(options):
@@ -797,9 +823,64 @@ class MatrixBot:
                 content.reaction(event_id, key),
                 content.transaction_id(cause, f"key{index}"),
             )
-            if reaction_id is not None:
-                record["reactions"][key] = reaction_id
-        await self.buttons.put(event_id, record)
+            if reaction_id is None:
+                continue
+            # each key is recorded as soon as it exists, into what is stored now: the player may
+            # press the first key while the others are still being added
+            async with self._presses:
+                stored = await self.buttons.get(event_id)
+                current = stored if isinstance(stored, dict) else record
+                current["reactions"] = {**(current.get("reactions") or {}), key: reaction_id}
+                await self.buttons.put(event_id, current)
+        stored = await self.buttons.get(event_id)
+        if isinstance(stored, dict) and stored.get("used"):
+            # pressed while its keys were being added: take back the ones added since
+            await self._remove_keys(target.room_id, stored, f"late:{cause}")
+        else:
+            self._lapse_later(target.room_id, event_id, self.settings.button_ttl)
+
+    def _lapse_later(self, room_id: str, event_id: str, seconds: float) -> None:
+        """Take a reply's buttons back once they lapse (unless pressed first)."""
+        old = self._lapses.pop(event_id, None)
+        if old is not None:
+            old.cancel()
+        task = asyncio.get_running_loop().create_task(self._lapse(room_id, event_id, seconds))
+        self._lapses[event_id] = task
+        task.add_done_callback(functools.partial(self._lapse_done, event_id))
+
+    def _lapse_done(self, event_id: str, task: asyncio.Task[None]) -> None:
+        if self._lapses.get(event_id) is task:
+            del self._lapses[event_id]
+
+    async def _lapse(self, room_id: str, event_id: str, seconds: float) -> None:
+        await asyncio.sleep(max(0.0, seconds))
+        async with self._presses:
+            record = await self.buttons.get(event_id)
+            if not isinstance(record, dict) or record.get("used") or record.get("removed"):
+                return
+            await self.buttons.put(event_id, {**record, "lapsed": True})
+        try:
+            await self._remove_keys(room_id, {**record, "event": event_id}, f"lapse:{event_id}")
+        except LoginFailed as error:
+            self._failure = error
+        log.info("the buttons of %s in %s lapsed: taken back", event_id, room_id)
+
+    async def _sweep_buttons(self) -> None:
+        """Once per start: take back the buttons that were pressed or lapsed while the bot was
+        away (or stopped before it took them back), and time the others."""
+        now = self.clock()
+        for key in await self.core.state.keys(BUTTONS_NAMESPACE, "id:"):
+            record = await self.core.state.get(BUTTONS_NAMESPACE, key)
+            if not isinstance(record, dict) or record.get("removed"):
+                continue
+            room_id, event_id = record.get("room"), key.removeprefix("id:")
+            if not isinstance(room_id, str):
+                continue  # recorded by an older version: nothing to go by
+            left = float(record.get("ts") or 0) + self.settings.button_ttl - now
+            if record.get("used") or record.get("lapsed"):
+                await self._remove_keys(room_id, {**record, "event": event_id}, f"sweep:{event_id}")
+            else:
+                self._lapse_later(room_id, event_id, left)
 
     async def _send_image(self, picture: Image, target: Target, txn: str) -> None:
         room = self.client.rooms.get(target.room_id)
@@ -997,6 +1078,9 @@ class MatrixBot:
     async def close(self) -> None:
         """Finish pending answers, save the sync token, close the connection."""
         await self.drain()
+        for timer in list(self._lapses.values()):
+            timer.cancel()
+        await asyncio.gather(*self._lapses.values(), return_exceptions=True)
         if self.client is not None:
             try:
                 await self.checkpoint()
