@@ -31,12 +31,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import d20
 from common import BENCH_RATE, header
 
-from coterie.app import Coterie
-from coterie.commands import CommandContext, parse_requests
-from coterie.config import Config
-from coterie.encode import to_markdown, to_plain
-from coterie.limits import limit_reply
-from coterie.message import Message
+from coterie.framework.app import Coterie
+from coterie.framework.commands import CommandContext, parse_requests
+from coterie.framework.config import Config
+from coterie.framework.limits import limit_reply
+from coterie.framework.message import Message
+from coterie.render.encode import to_markdown, to_plain
 
 USERS = 100  # messages come from this many users, so no user's bucket runs dry
 

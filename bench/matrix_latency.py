@@ -36,8 +36,8 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 import nio  # noqa: E402
 
-from coterie.app import Coterie  # noqa: E402
-from coterie.config import Config  # noqa: E402
+from coterie.framework.app import Coterie  # noqa: E402
+from coterie.framework.config import Config  # noqa: E402
 from coterie_matrix import MatrixAdapter  # noqa: E402
 from matrix_synapse import Account, Synapse, running_synapse, synapse_version  # noqa: E402
 

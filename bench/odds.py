@@ -25,9 +25,9 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 import test_odds_icepool as models  # the icepool models of the tests
-from coterie import odds
-from coterie.grammar import parse, tokens
-from coterie.rules import RoomSettings, Variant
+from coterie.dice import odds
+from coterie.framework.grammar import parse, tokens
+from coterie.framework.variant import RoomSettings, Variant
 from coterie_laia.variant import LaiaVariant
 from coterie_revised.variant import RevisedVariant
 from coterie_v5.variant import V5Variant

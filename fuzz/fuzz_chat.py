@@ -47,7 +47,7 @@ HERE = Path(__file__).resolve().parent
 
 def _import_instrumented() -> None:
     """Import core and the rule-set plugins, instrumented for coverage when atheris is there."""
-    modules = ["coterie.app", "coterie.builtins", *(f"coterie_{name}" for name in RULE_SETS)]
+    modules = ["coterie.framework.app", "coterie.play", *(f"coterie_{name}" for name in RULE_SETS)]
     if atheris is None:
         for name in modules:
             importlib.import_module(name)
@@ -59,12 +59,12 @@ def _import_instrumented() -> None:
 
 _import_instrumented()
 
-from coterie.app import Coterie  # noqa: E402  (imported above, instrumented)
-from coterie.config import Config  # noqa: E402
-from coterie.dice import SeededDice  # noqa: E402
-from coterie.encode import to_plain  # noqa: E402
-from coterie.message import Message  # noqa: E402
-from coterie.state import MemoryStore  # noqa: E402
+from coterie.dice.sources import SeededDice  # noqa: E402
+from coterie.framework.app import Coterie  # noqa: E402  (imported above, instrumented)
+from coterie.framework.config import Config  # noqa: E402
+from coterie.framework.message import Message  # noqa: E402
+from coterie.render.encode import to_plain  # noqa: E402
+from coterie.storage.state import MemoryStore  # noqa: E402
 
 
 class CountingDice(SeededDice):

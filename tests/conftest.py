@@ -21,12 +21,12 @@ from typing import Any
 import pytest
 from hypothesis import settings
 
-from coterie.app import Coterie
-from coterie.config import Config, parse_config
-from coterie.dice import DiceSource, FixedDice, SeededDice
-from coterie.elements import BR, Reply, italic
-from coterie.encode import to_plain
-from coterie.message import Message
+from coterie.dice.sources import DiceSource, FixedDice, SeededDice
+from coterie.framework.app import Coterie
+from coterie.framework.config import Config, parse_config
+from coterie.framework.message import Message
+from coterie.render.elements import BR, Reply, italic
+from coterie.render.encode import to_plain
 
 # Property tests: no per-example deadline (CI machines are slow and shared), a bounded example
 # count so the suite stays fast, and a fixed derandomised run in CI for reproducible failures.

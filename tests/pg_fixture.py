@@ -16,7 +16,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from coterie.config import DATABASE_URL_ENV
+from coterie.framework.config import DATABASE_URL_ENV
 from pg import Postgres, PostgresMissing, running_postgres
 
 _numbers = itertools.count(1)

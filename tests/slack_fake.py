@@ -37,12 +37,12 @@ from aiohttp import WSMsgType, web
 
 import adapter_harness
 from coterie import hookimpl
-from coterie.app import Coterie
-from coterie.commands import Command, CommandContext
-from coterie.config import Config
-from coterie.dice import FixedDice, SeededDice
-from coterie.elements import Actions, Bold, Button, Image, Node, Reply, Text
-from coterie.plugins import PluginHost
+from coterie.dice.sources import FixedDice, SeededDice
+from coterie.framework.app import Coterie
+from coterie.framework.commands import Command, CommandContext
+from coterie.framework.config import Config
+from coterie.framework.plugins import PluginHost
+from coterie.render.elements import Actions, Bold, Button, Image, Node, Reply, Text
 from coterie_slack import SlackAdapter
 
 LOOPBACK = "127.0.0.1"

@@ -9,18 +9,18 @@ import pytest
 
 from conftest import without_roll_id
 from coterie import hookimpl
-from coterie.adapters import Adapter
-from coterie.app import Coterie
-from coterie.commands import Command
-from coterie.config import Config
-from coterie.dice import FixedDice
-from coterie.elements import BR, Bold, Node, Reply, Text
-from coterie.encode import to_plain
+from coterie.dice.sources import FixedDice
 from coterie.errors import ConfigError
-from coterie.grammar import Grammar, Positional
-from coterie.message import Message
-from coterie.plugins import MAX_FAILURES_KEPT, PluginHost
-from coterie.rules import Outcome, RoomSettings, Variant
+from coterie.framework.adapter import Adapter
+from coterie.framework.app import Coterie
+from coterie.framework.commands import Command
+from coterie.framework.config import Config
+from coterie.framework.grammar import Grammar, Positional
+from coterie.framework.message import Message
+from coterie.framework.plugins import MAX_FAILURES_KEPT, PluginHost
+from coterie.framework.variant import Outcome, RoomSettings, Variant
+from coterie.render.elements import BR, Bold, Node, Reply, Text
+from coterie.render.encode import to_plain
 from coterie_revised import RevisedVariant
 
 
@@ -108,7 +108,7 @@ class Commands:
 async def test_a_second_unrestricted_command_with_a_taken_name_is_reported() -> None:
     app = app_with(Commands(_command("roll"), _command("fresh")))
     [failure] = app.host.failures
-    assert "command 'roll' is taken by plugin 'coterie.builtins'" in failure.error
+    assert "command 'roll' is taken by plugin 'coterie.play.roll'" in failure.error
     assert "mine" not in to_plain((await ask(app, "!roll 5")).body)
     assert to_plain((await ask(app, "!fresh")).body) == "mine"
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from coterie import hookimpl
-from coterie.config import HARD_MAX_DICE, Limits
-from coterie.encode import to_plain
 from coterie.errors import ConfigError
+from coterie.framework.config import HARD_MAX_DICE, Limits
+from coterie.render.encode import to_plain
 
 ROLL_USAGE_START = "Usage: !roll POOL [DIFFICULTY]"
 

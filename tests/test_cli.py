@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from coterie.cli import EXIT_CONFIG, EXIT_USAGE, main
+from coterie.ops.cli import EXIT_CONFIG, EXIT_USAGE, main
 
 
 def roll_json(capsys, *args: str) -> dict:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from coterie.app import Coterie
-from coterie.config import HARD_MAX_DICE, Config, Limits, load_config, parse_config
 from coterie.errors import ConfigError
+from coterie.framework.app import Coterie
+from coterie.framework.config import HARD_MAX_DICE, Config, Limits, load_config, parse_config
 
 
 def config_error(data: dict) -> str:

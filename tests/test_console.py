@@ -7,7 +7,7 @@ import re
 import subprocess
 
 from conftest import drop_roll_ids
-from coterie.cli import main
+from coterie.ops.cli import main
 from coterie_console import ConsoleAdapter
 
 ANSI = re.compile(r"\x1b\[")

@@ -11,23 +11,19 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from coterie.cli import main
-from coterie.dice import FixedDice
-from coterie.elements import Role
-from coterie.encode import to_plain
+from coterie.dice.sources import FixedDice
 from coterie.errors import UsageError
-from coterie.grammar import Parsed, Pool, parse, tokens
-from coterie.rules import RoomSettings
+from coterie.framework.grammar import Parsed, Pool, parse, tokens
+from coterie.framework.variant import RoomSettings
+from coterie.ops.cli import main
+from coterie.render.elements import Role
+from coterie.render.encode import to_plain
 from coterie_crossover import rules
 from coterie_crossover.commands import plan_multi
 from coterie_crossover.movement import parse_movement
+from coterie_crossover.requests import CrossoverRequest
 from coterie_crossover.rules import Conditions, Mode
-from coterie_crossover.variant import (
-    GRAMMAR,
-    CrossoverOutcome,
-    CrossoverRequest,
-    CrossoverVariant,
-)
+from coterie_crossover.variant import GRAMMAR, CrossoverOutcome, CrossoverVariant
 from doc_tables import ints, table
 
 VARIANT = CrossoverVariant()

@@ -10,13 +10,13 @@ from collections.abc import Sequence
 import pytest
 
 from conftest import RecordingDice, drop_roll_ids, without_roll_id
-from coterie.app import Coterie
-from coterie.cli import main
-from coterie.config import Config
-from coterie.dice import FixedDice
-from coterie.elements import Die, Reply, Role, walk
-from coterie.encode import to_markdown, to_plain
-from coterie.message import Message
+from coterie.dice.sources import FixedDice
+from coterie.framework.app import Coterie
+from coterie.framework.config import Config
+from coterie.framework.message import Message
+from coterie.ops.cli import main
+from coterie.render.elements import Die, Reply, Role, walk
+from coterie.render.encode import to_markdown, to_plain
 
 
 def app_with(faces: Sequence[int] = (), **config: object) -> Coterie:

@@ -11,24 +11,26 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from coterie.dice import FixedDice, SeededDice
+from coterie.dice.sources import FixedDice, SeededDice
 from coterie.errors import UsageError
-from coterie.grammar import Parsed, Pool, parse, tokens
-from coterie.rules import RoomSettings
+from coterie.framework.grammar import Parsed, Pool, parse, tokens
+from coterie.framework.variant import RoomSettings
 from coterie_d6 import rules
 from coterie_d6.commands import combatant
+from coterie_d6.requests import (
+    ContestRequest,
+    Difficulty,
+    InitiativeRequest,
+    RollRequest,
+    TraitPool,
+)
 from coterie_d6.variant import (
     GRAMMAR,
     ContestOutcome,
-    ContestRequest,
     D6Variant,
-    Difficulty,
     InitiativeOutcome,
-    InitiativeRequest,
     RollOutcome,
-    RollRequest,
     SeesawOutcome,
-    TraitPool,
 )
 from doc_tables import ints, table
 

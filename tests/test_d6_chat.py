@@ -11,15 +11,15 @@ import pytest
 
 from conftest import RecordingDice, without_roll_id
 from coterie import hookimpl
-from coterie.app import Coterie
-from coterie.cli import main
-from coterie.config import Config
-from coterie.dice import DiceSource, FixedDice
-from coterie.elements import Die, Reply, Role, walk
-from coterie.encode import to_markdown, to_plain
-from coterie.message import Message
-from coterie.plugins import PluginHost
-from coterie.rules import Outcome, Variant
+from coterie.dice.sources import DiceSource, FixedDice
+from coterie.framework.app import Coterie
+from coterie.framework.config import Config
+from coterie.framework.message import Message
+from coterie.framework.plugins import PluginHost
+from coterie.framework.variant import Outcome, Variant
+from coterie.ops.cli import main
+from coterie.render.elements import Die, Reply, Role, walk
+from coterie.render.encode import to_markdown, to_plain
 from coterie_d6.variant import ContestOutcome, InitiativeOutcome
 
 

@@ -10,8 +10,8 @@ from pathlib import Path
 import pluggy
 import pytest
 
-from coterie import hookspecs
-from coterie.cli import build_parser
+from coterie.framework import hookspecs
+from coterie.ops.cli import build_parser
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 HOOKS_DOC = DOCS / "plugin_hooks.md"

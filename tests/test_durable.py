@@ -18,12 +18,13 @@ from typing import Any
 
 import pytest
 
-from coterie.app import Coterie
-from coterie.config import Config
-from coterie.dice import SeededDice
-from coterie.encode import to_plain
-from coterie.message import Message
-from coterie.sqlstore import SQLStore, create_engine, upgrade
+from coterie.dice.sources import SeededDice
+from coterie.framework.app import Coterie
+from coterie.framework.config import Config
+from coterie.framework.message import Message
+from coterie.render.encode import to_plain
+from coterie.storage.migrate import upgrade
+from coterie.storage.sql import SQLStore, create_engine
 
 ROLLS = 40
 CONFIG = {
@@ -193,7 +194,7 @@ class CountingPlugin:
     @hookimpl
     def coterie_after_roll(self, app: Any, message: Any, variant: Any, outcome: Any) -> Any:
         async def count() -> None:
-            from coterie.state import RoomState
+            from coterie.storage.state import RoomState
 
             state = RoomState(app.state, "counter", message.room_key)
             await state.set("rolls", int(await state.get("rolls", 0)) + 1)
@@ -204,7 +205,7 @@ class CountingPlugin:
 async def test_a_hook_writing_state_joins_the_commands_transaction(tmp_path: Path) -> None:
     """On SQLite a write outside the command's transaction would wait for that transaction; the
     hook's write goes through it instead, and lands (or not) with the command."""
-    from coterie.plugins import PluginHost
+    from coterie.framework.plugins import PluginHost
 
     host = PluginHost()
     host.load(["revised"])

@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
-from coterie import cli
-from coterie.config import DATABASE_URL_ENV, load_config
-from coterie.export import SESSIONS, iso, room_log, to_markdown
-from coterie.sqlstore import open_store
-from coterie.state import MemoryStore, RollRecord, StateStore
+from coterie.framework.config import DATABASE_URL_ENV, load_config
+from coterie.ops import cli
+from coterie.ops.export import SESSIONS, iso, room_log, to_markdown
+from coterie.storage.migrate import open_store
+from coterie.storage.state import MemoryStore, RollRecord, StateStore
 
 ROOM = "console:table"
 T0 = 1_795_000_000.0  # 2026-11-18T11:06:40Z

@@ -8,9 +8,9 @@ from collections import Counter
 
 import pytest
 
-from coterie.app import Coterie
-from coterie.config import Config
-from coterie.dice import DiceSource, SeededDice, SystemDice
+from coterie.dice.sources import DiceSource, SeededDice, SystemDice
+from coterie.framework.app import Coterie
+from coterie.framework.config import Config
 
 FACES = 1_000_000
 #: chi-square critical values at p = 0.001 for sides - 1 degrees of freedom
@@ -59,7 +59,7 @@ def test_system_dice_are_the_default_and_use_the_os_csprng(monkeypatch: pytest.M
         calls.append(n)
         return bytes(range(n))
 
-    monkeypatch.setattr("coterie.dice.secrets.token_bytes", token_bytes)
+    monkeypatch.setattr("coterie.dice.sources.secrets.token_bytes", token_bytes)
     faces = app.dice.roll(7, 10)
     assert calls and faces == [byte % 10 + 1 for byte in range(7)]
 

@@ -11,11 +11,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from coterie.app import Coterie
-from coterie.config import Config
-from coterie.dice import SeededDice
-from coterie.message import Message
-from coterie.state import MemoryStore
+from coterie.dice.sources import SeededDice
+from coterie.framework.app import Coterie
+from coterie.framework.config import Config
+from coterie.framework.message import Message
+from coterie.storage.state import MemoryStore
 
 VARIANTS = ("revised", "v5", "d6", "laia", "crossover")
 PREFIXES = ("!", "?")
@@ -101,7 +101,7 @@ def check(app: Coterie, store: MemoryStore, dice: CountingDice, text: str) -> No
     if reply.is_error:
         assert dice.calls == before_rolls, f"an error rolled dice: {text!r}"
         assert store._data == before_state, f"an error changed state: {text!r}"
-        from coterie.encode import to_plain
+        from coterie.render.encode import to_plain
 
         plain = to_plain(reply.body)
         assert plain.startswith("⚠ ") and "Traceback" not in plain

@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from coterie.errors import UsageError
-from coterie.grammar import (
+from coterie.framework.grammar import (
     MAX_DIGITS,
     CommandLine,
     Grammar,

@@ -14,16 +14,16 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from coterie import d10
-from coterie.app import Coterie
-from coterie.cli import main
-from coterie.config import parse_config
-from coterie.dice import FixedDice
-from coterie.elements import Die, Role, walk
-from coterie.encode import to_plain
+from coterie.dice import d10
+from coterie.dice.sources import FixedDice
 from coterie.errors import UsageError
-from coterie.grammar import Parsed, Pool, parse, parse_pool, tokens
-from coterie.rules import RoomSettings
+from coterie.framework.app import Coterie
+from coterie.framework.config import parse_config
+from coterie.framework.grammar import Parsed, Pool, parse, parse_pool, tokens
+from coterie.framework.variant import RoomSettings
+from coterie.ops.cli import main
+from coterie.render.elements import Die, Role, walk
+from coterie.render.encode import to_plain
 from coterie_laia import rules
 from coterie_laia.variant import GRAMMAR, LaiaOutcome, LaiaVariant
 from doc_tables import ints, table

@@ -13,10 +13,10 @@ from typing import Any
 import pytest
 
 from conftest import RecordingDice, drop_roll_ids
-from coterie.app import Coterie
-from coterie.dice import FixedDice
-from coterie.elements import Die, Reply, Role, walk
-from coterie.encode import to_markdown, to_plain
+from coterie.dice.sources import FixedDice
+from coterie.framework.app import Coterie
+from coterie.render.elements import Die, Reply, Role, walk
+from coterie.render.encode import to_markdown, to_plain
 from coterie_laia import rules
 from doc_tables import ints
 

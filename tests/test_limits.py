@@ -7,12 +7,12 @@ import pytest
 
 from conftest import RecordingDice
 from coterie import hookimpl
-from coterie.app import Coterie
-from coterie.config import Config
-from coterie.elements import BR, Italic, Reply, Text, bold
-from coterie.encode import to_plain
-from coterie.limits import describe_limits, limit_reply, reply_length
-from coterie.plugins import PluginHost
+from coterie.framework.app import Coterie
+from coterie.framework.config import Config
+from coterie.framework.limits import describe_limits, limit_reply, reply_length
+from coterie.framework.plugins import PluginHost
+from coterie.render.elements import BR, Italic, Reply, Text, bold
+from coterie.render.encode import to_plain
 
 
 def lines(count: int, width: int = 30) -> list:

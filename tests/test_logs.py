@@ -10,9 +10,9 @@ import subprocess
 import pytest
 from pydantic import BaseModel, Field
 
-from coterie.adapters import Adapter
-from coterie.config import SECRET_ENV, parse_config, secret_env_fields
-from coterie.logs import REDACTED, Redactor, secret_values, setup_logging
+from coterie.framework.adapter import Adapter
+from coterie.framework.config import SECRET_ENV, parse_config, secret_env_fields
+from coterie.ops.logs import REDACTED, Redactor, secret_values, setup_logging
 
 SLACK = "xoxb-2093-48811-T0k3nV4lu3AbCdEf"
 TELEGRAM = "7123456789:AAHd8t4kQx9_mZ3r1LhW0pNcVbYuTsEoIgA"
@@ -202,7 +202,7 @@ class SchemaAdapter(Adapter):
 def test_every_secret_the_schema_marks_is_redacted_whatever_its_length(restore_logging) -> None:
     """Secrets of 1-5 characters used to pass unredacted, and a secret key not named ``*_env``
     was missed: the settings schema's marking decides, whatever the length."""
-    from coterie.app import Coterie
+    from coterie.framework.app import Coterie
 
     config = parse_config(
         {

@@ -21,9 +21,11 @@ from hypothesis import strategies as st
 from nio import ErrorResponse, RoomSendResponse
 from nio.crypto import OlmAccount
 
-from coterie.app import Coterie
-from coterie.config import Config
-from coterie.elements import (
+from coterie.errors import ConfigError
+from coterie.framework.app import Coterie
+from coterie.framework.config import Config
+from coterie.framework.plugins import PluginHost
+from coterie.render.elements import (
     BR,
     Actions,
     Bold,
@@ -37,9 +39,7 @@ from coterie.elements import (
     Strike,
     Text,
 )
-from coterie.errors import ConfigError
-from coterie.plugins import PluginHost
-from coterie.state import MemoryStore
+from coterie.storage.state import MemoryStore
 from coterie_matrix import MatrixAdapter
 from coterie_matrix import adapter as adapter_module
 from coterie_matrix.adapter import quiet_nio
@@ -766,7 +766,7 @@ class PressingClient(StubClient):
 async def test_a_press_while_keys_are_added_still_takes_every_key_back(tmp_path):
     """The first key was pressed before the last one existed: the keys added after the press
     were left on the reply for good (and the offer's final save could undo the press)."""
-    from coterie.elements import Button
+    from coterie.render.elements import Button
     from coterie_matrix.content import Target
 
     client = PressingClient()
@@ -791,7 +791,7 @@ async def test_unpressed_buttons_lapse_and_are_taken_back(tmp_path):
 
     client.room_redact = room_redact  # type: ignore[attr-defined]
     bot = stub_bot(client, tmp_path)
-    from coterie.elements import Button
+    from coterie.render.elements import Button
     from coterie_matrix.content import Target
 
     bot.settings = bot.settings.model_copy(update={"button_ttl": 0.05})
@@ -806,7 +806,7 @@ async def test_unpressed_buttons_lapse_and_are_taken_back(tmp_path):
 
 
 def test_backticks_become_code_in_html_only():
-    from coterie.elements import Reply, Text
+    from coterie.render.elements import Reply, Text
 
     [part] = render(Reply([Text("give a value, e.g. `!set difficulty 7`; a lone ` stays")]).body)
     assert "<code>!set difficulty 7</code>" in part.html

@@ -14,15 +14,15 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from coterie import hookimpl
-from coterie.adapters import Adapter
-from coterie.app import Coterie
-from coterie.config import Config, parse_config
-from coterie.dice import SeededDice
+from coterie.dice.sources import SeededDice
 from coterie.errors import ConfigError
-from coterie.metrics import Metrics
-from coterie.ops import OpsServer, apply_port_offset
-from coterie.plugins import PluginHost
-from coterie.state import MemoryStore
+from coterie.framework.adapter import Adapter
+from coterie.framework.app import Coterie
+from coterie.framework.config import Config, parse_config
+from coterie.framework.metrics import Metrics
+from coterie.framework.plugins import PluginHost
+from coterie.ops.health import OpsServer, apply_port_offset
+from coterie.storage.state import MemoryStore
 from slack_fake import (
     BOT_TOKEN,
     SIGNING_SECRET,
@@ -242,7 +242,7 @@ def test_the_shipped_deploy_files_agree(root):
     upstreams name, and the config is valid."""
     import re
 
-    from coterie.config import load_config
+    from coterie.framework.config import load_config
 
     nginx = (root / "deploy" / "nginx.conf").read_text()
     upstreams = {

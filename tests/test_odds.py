@@ -19,11 +19,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from coterie import odds
+from coterie.dice import odds
+from coterie.dice.odds import Distribution, Poly, bits_for
 from coterie.errors import UsageError
-from coterie.grammar import Grammar, parse, tokens
-from coterie.odds import Distribution, Poly, bits_for
-from coterie.rules import RoomSettings, Variant
+from coterie.framework.grammar import Grammar, parse, tokens
+from coterie.framework.variant import RoomSettings, Variant
 from coterie_crossover import odds as crossover_odds
 from coterie_crossover.variant import CrossoverVariant
 from coterie_d6.variant import D6Variant
@@ -32,7 +32,8 @@ from coterie_laia.variant import LaiaVariant
 from coterie_revised import odds as revised_odds
 from coterie_revised.variant import RevisedVariant
 from coterie_v5 import rules as v5_rules
-from coterie_v5.variant import RerollRequest, RouseRequest, V5Variant
+from coterie_v5.requests import RerollRequest, RouseRequest
+from coterie_v5.variant import V5Variant
 from doc_tables import table
 
 REVISED, LAIA, CROSSOVER, V5, D6 = (

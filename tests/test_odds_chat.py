@@ -16,19 +16,21 @@ from typing import Any
 import pytest
 
 from conftest import RecordingDice, without_roll_id
-from coterie import odds
-from coterie.app import Coterie
-from coterie.cli import EXIT_USAGE, main
-from coterie.config import parse_config
-from coterie.dice import FixedDice
-from coterie.elements import Actions, Code, Image, Reply, walk
-from coterie.encode import to_plain
-from coterie.grammar import parse, tokens
-from coterie.message import Message
-from coterie.rules import RoomSettings
+from coterie.dice import odds
+from coterie.dice.sources import FixedDice
+from coterie.framework.app import Coterie
+from coterie.framework.config import parse_config
+from coterie.framework.grammar import parse, tokens
+from coterie.framework.message import Message
+from coterie.framework.variant import RoomSettings
+from coterie.ops.cli import EXIT_USAGE, main
+from coterie.render.elements import Actions, Code, Image, Reply, walk
+from coterie.render.encode import to_plain
+from coterie.rulekit import odds as odds_chat
 from coterie_console import ConsoleAdapter
 from coterie_v5 import rules as v5_rules
-from coterie_v5.variant import RerollRequest, V5Request, V5Variant
+from coterie_v5.requests import RerollRequest, V5Request
+from coterie_v5.variant import V5Variant
 
 VARIANTS = ("revised", "v5", "d6", "laia", "crossover")
 PNG = b"\x89PNG\r\n\x1a\n"
@@ -88,7 +90,7 @@ async def test_every_rule_set_answers_from_its_distribution(variant: str, text: 
         f"{name.replace('_', ' ')} {odds.percent(p)}" for name, p in dist.outcomes.items() if p
     ]
     assert lines[1] == " · ".join(shown)
-    likely = [f"{odds.successes_label(v)} {odds.percent(p)}" for v, p in dist.most_likely()]
+    likely = [f"{odds_chat.successes_label(v)} {odds.percent(p)}" for v, p in dist.most_likely()]
     assert lines[2] == "Most likely: " + ", ".join(likely)
     assert lines[3] == f"Mean: {float(dist.mean):.2f} successes"
     assert app.dice.rolls == 0  # nothing is rolled
@@ -168,7 +170,7 @@ def test_chart_png_titles_the_roll_and_colours_by_outcome() -> None:
 
     v5 = V5Variant()
     dist = v5.odds(v5.build(parse(tokens("6 2 2"), v5.grammar), RoomSettings("v5")))
-    data = odds.chart_png(dist)
+    data = odds_chat.chart_png(dist)
     pixels = imread(io.BytesIO(data))
     assert pixels.shape[1] == 800  # 8 inches at 100 dpi
     colours = {tuple(int(c * 255) for c in pixel[:3]) for row in pixels[::4] for pixel in row[::4]}
@@ -177,7 +179,7 @@ def test_chart_png_titles_the_roll_and_colours_by_outcome() -> None:
         return (int(code[1:3], 16), int(code[3:5], 16), int(code[5:7], 16))
 
     for name in ("success", "messy_critical", "critical", "bestial_failure"):
-        assert hex_rgb(odds.OUTCOME_COLOURS[name]) in colours, name
+        assert hex_rgb(odds_chat.OUTCOME_COLOURS[name]) in colours, name
 
 
 async def test_without_matplotlib_a_chart_is_a_friendly_error(monkeypatch) -> None:
@@ -194,7 +196,8 @@ async def test_without_matplotlib_a_chart_is_a_friendly_error(monkeypatch) -> No
 
 def test_core_does_not_import_matplotlib_or_icepool() -> None:
     code = (
-        "import sys, coterie.app, coterie.odds, coterie.cli, coterie_v5, coterie_laia;"
+        "import sys, coterie.framework.app, coterie.dice.odds, coterie.rulekit.odds,"
+        " coterie.ops.cli, coterie_v5, coterie_laia;"
         "print(sorted(m for m in ('matplotlib', 'icepool', 'numpy') if m in sys.modules))"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)

@@ -20,8 +20,8 @@ import icepool
 import pytest
 from icepool import Vector
 
-from coterie.grammar import parse, tokens
-from coterie.rules import RoomSettings, Variant
+from coterie.framework.grammar import parse, tokens
+from coterie.framework.variant import RoomSettings, Variant
 from coterie_crossover.variant import CrossoverVariant
 from coterie_d6.variant import D6Variant
 from coterie_laia.variant import LaiaVariant

@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
-from coterie.dice import SeededDice
-from coterie.grammar import parse, tokens
-from coterie.odds import Distribution
-from coterie.rules import RoomSettings, Variant
+from coterie.dice.odds import Distribution
+from coterie.dice.sources import SeededDice
+from coterie.framework.grammar import parse, tokens
+from coterie.framework.variant import RoomSettings, Variant
 from coterie_crossover.variant import CrossoverVariant
 from coterie_d6.variant import D6Variant
 from coterie_laia.variant import LaiaVariant

@@ -9,14 +9,14 @@ from typing import Any
 import pytest
 
 from conftest import without_roll_id
-from coterie import actions
-from coterie.app import Coterie
-from coterie.config import Config
-from coterie.dice import FixedDice
-from coterie.elements import Reply
-from coterie.encode import to_plain
-from coterie.message import Message
-from coterie.state import MemoryStore
+from coterie.dice.sources import FixedDice
+from coterie.framework.app import Coterie
+from coterie.framework.config import Config
+from coterie.framework.message import Message
+from coterie.play import clauses, contests, extended
+from coterie.render.elements import Reply
+from coterie.render.encode import to_plain
+from coterie.storage.state import MemoryStore
 
 ALL = ["revised", "v5", "d6", "laia", "crossover"]
 
@@ -212,7 +212,7 @@ async def test_extended_actions_belong_to_their_player_and_are_limited_per_room(
     t = Table(limits={"max_extended_per_room": 2} if _has_limit() else {"rate": {"enabled": False}})
     await t.ok("lynn", "!extended start one 5")
     await t.ok("mia", "!extended start two 5")
-    limit = 2 if _has_limit() else actions.DEFAULT_MAX_EXTENDED
+    limit = 2 if _has_limit() else extended.DEFAULT_MAX_EXTENDED
     for number in range(3, limit + 1):
         await t.ok("mia", f"!extended start a{number} 5")
     assert "the most allowed" in await t.error("mia", "!extended start extra 5")
@@ -228,7 +228,7 @@ async def test_extended_actions_belong_to_their_player_and_are_limited_per_room(
 
 
 def _has_limit() -> bool:
-    from coterie.config import Limits
+    from coterie.framework.config import Limits
 
     return "max_extended_per_room" in Limits.model_fields
 
@@ -343,7 +343,7 @@ async def test_contests_lapse_can_be_cancelled_and_need_the_right_person(monkeyp
     assert "Start with their @name" in await t.error("alice", "!contest 3 6")
     assert "cancelled" in await t.ok("bob", "!contest cancel")
     await t.ok("alice", "!contest @bob 3 6")
-    monkeypatch.setattr(actions, "CONTEST_TIMEOUT", -1)
+    monkeypatch.setattr(contests, "CONTEST_TIMEOUT", -1)
     assert "nobody has challenged you" in await t(("bob"), "!resist 3 6")
 
 
@@ -442,13 +442,13 @@ async def test_an_error_inside_a_stateful_command_rolls_its_changes_back(monkeyp
     t = Table()
     await t.ok("lynn", "!extended start x 5")
     before, log = copy.deepcopy(t.store._data), list(t.store._log)
-    original = actions._extended_after
+    original = clauses.extended_after
 
     async def then_fail(*args: Any) -> Any:
         await original(*args)
         raise RuntimeError("a bug after the writes")
 
-    monkeypatch.setattr(actions, "_extended_after", then_fail)
+    monkeypatch.setattr(clauses, "extended_after", then_fail)
     t.faces(9, 9, 9)
     assert "something went wrong" in await t("lynn", "!roll 3 for x")
     assert t.store._data == before and t.store._log == log

@@ -10,18 +10,32 @@ import threading
 
 import pytest
 
-import coterie.plugins
 from coterie import hookimpl
-from coterie.adapters import Adapter
-from coterie.app import Coterie
-from coterie.cli import main
-from coterie.commands import Command
-from coterie.config import Config, parse_config
-from coterie.dice import FixedDice, SeededDice
-from coterie.elements import Text
-from coterie.encode import to_plain
+from coterie.dice.sources import FixedDice, SeededDice
 from coterie.errors import ConfigError, UsageError
-from coterie.plugins import PluginHost, installed_plugins
+from coterie.framework import plugins as plugin_host
+from coterie.framework.adapter import Adapter
+from coterie.framework.app import Coterie
+from coterie.framework.commands import Command
+from coterie.framework.config import Config, parse_config
+from coterie.framework.plugins import PluginHost, installed_plugins
+from coterie.ops.cli import main
+from coterie.render.elements import Text
+from coterie.render.encode import to_plain
+
+#: coterie's own chat features: built-in plugins from the ``coterie.builtins`` entry points
+BUILTINS = [
+    "coterie.play.clauses",
+    "coterie.play.contests",
+    "coterie.play.extended",
+    "coterie.play.help",
+    "coterie.play.roll",
+    "coterie.play.rolllog",
+    "coterie.play.rooms",
+    "coterie.play.sessions",
+    "coterie.play.teamwork",
+]
+
 
 # --- only enabled plugins load ------------------------------------------------------------------
 
@@ -38,8 +52,8 @@ def test_only_enabled_plugins_are_imported(cli_env, root):
     probe = textwrap.dedent(
         """
         import sys
-        from coterie.app import Coterie
-        from coterie.config import parse_config
+        from coterie.framework.app import Coterie
+        from coterie.framework.config import parse_config
         app = Coterie(parse_config({"plugins": {"enable": ["revised", "console"]}}))
         print(sorted(app.variants), sorted(app.adapter_classes))
         print("coterie_house_rules" in sys.modules)
@@ -100,14 +114,14 @@ def test_unknown_plugin_is_refused_before_anything_is_imported():
     host = PluginHost()
     with pytest.raises(ConfigError):
         host.load(["revised", "nosuch"])
-    assert host.plugin_names == ["coterie.builtins"]
+    assert host.plugin_names == BUILTINS
 
 
 # --- a broken plugin found through a real entry point -------------------------------------------
 
 BROKEN_HOOKS = """
 from coterie import hookimpl
-from coterie.commands import Command
+from coterie.framework.commands import Command
 
 IMPORTED = True
 
@@ -394,7 +408,7 @@ class Hanging:
 
 
 async def test_hanging_awaitable_is_cut_off_by_the_timeout(monkeypatch, say):
-    monkeypatch.setattr(coterie.plugins, "HOOK_TIMEOUT", 0.05)
+    monkeypatch.setattr(plugin_host, "HOOK_TIMEOUT", 0.05)
     app = app_with((Hanging(), "hanging"))
     loop = asyncio.get_running_loop()
     started = loop.time()
@@ -469,7 +483,7 @@ class Recorder:
 
 
 async def test_a_hanging_sync_hook_is_cut_off_and_then_skipped(monkeypatch, say):
-    monkeypatch.setattr(coterie.plugins, "HOOK_TIMEOUT", 0.2)
+    monkeypatch.setattr(plugin_host, "HOOK_TIMEOUT", 0.2)
     hanging, recorder = SyncHanging(), Recorder()
     app = app_with((hanging, "hanging"), (recorder, "recorder"))
     loop = asyncio.get_running_loop()
@@ -508,7 +522,7 @@ async def test_a_hanging_sync_hook_is_cut_off_and_then_skipped(monkeypatch, say)
 
 
 async def test_raising_and_hanging_plugins_together_leave_the_bot_working(monkeypatch, say):
-    monkeypatch.setattr(coterie.plugins, "HOOK_TIMEOUT", 0.1)
+    monkeypatch.setattr(plugin_host, "HOOK_TIMEOUT", 0.1)
     hanging, recorder = SyncHanging(), Recorder()
     app = app_with((Exploding(), "exploding"), (hanging, "hanging"), (recorder, "recorder"))
     try:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from conftest import RecordingDice
-from coterie.config import RateLimits, parse_config
 from coterie.errors import ConfigError
-from coterie.ratelimit import BucketTable, RateLimiter, describe_wait
+from coterie.framework.config import RateLimits, parse_config
+from coterie.framework.ratelimit import BucketTable, RateLimiter, describe_wait
 
 
 class Clock:
@@ -39,7 +39,7 @@ async def test_a_burst_of_fifty_gets_the_burst_one_slow_down_then_silence(make_a
     assert replies[11:] == [None] * 39
     assert dice.rolls == 10  # nothing refused was rolled, nothing was queued
     [slow_down] = warned
-    from coterie.encode import to_plain
+    from coterie.render.encode import to_plain
 
     text = to_plain(slow_down.body)
     assert text.startswith("⚠ slow down") and "you" in text and "seconds" in text

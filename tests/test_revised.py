@@ -10,13 +10,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from coterie import d10
-from coterie.dice import FixedDice
-from coterie.elements import Role
+from coterie.dice import d10
+from coterie.dice.sources import FixedDice
 from coterie.errors import UsageError
-from coterie.grammar import Parsed, Pool, parse, parse_pool, tokens
-from coterie.rules import RollContext, RoomSettings
-from coterie.state import MemoryStore, RoomState
+from coterie.framework.grammar import Parsed, Pool, parse, parse_pool, tokens
+from coterie.framework.variant import RollContext, RoomSettings
+from coterie.render.elements import Role
+from coterie.storage.state import MemoryStore, RoomState
 from coterie_revised import rules
 from coterie_revised.variant import GRAMMAR, RevisedOutcome, RevisedVariant
 from doc_tables import ints, table

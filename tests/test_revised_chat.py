@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from conftest import without_roll_id
-from coterie.app import Coterie
-from coterie.config import Config
-from coterie.dice import FixedDice
-from coterie.elements import Die, Role, walk
-from coterie.encode import to_markdown, to_plain
-from coterie.message import Message
+from coterie.dice.sources import FixedDice
+from coterie.framework.app import Coterie
+from coterie.framework.config import Config
+from coterie.framework.message import Message
+from coterie.render.elements import Die, Role, walk
+from coterie.render.encode import to_markdown, to_plain
 
 
 def app_with(faces: list[int], **config) -> Coterie:

@@ -26,7 +26,7 @@ import pytest
 import pytest_asyncio
 from aiohttp import web
 
-from coterie.sqlstore import SQLStore, create_engine
+from coterie.storage.sql import SQLStore, create_engine
 from slack_fake import LYNN, FakeSlack
 from telegram_fake import FakeTelegram
 from workers import Cluster, Player, start_cluster
@@ -260,7 +260,7 @@ async def test_a_worker_killed_mid_request_loses_nothing_acknowledged(setup: Set
 
 async def test_claims_are_atomic_across_engines_on_postgresql(postgres: Any) -> None:
     """Two stores (two engines: two workers) race for the same ids: each is claimed once."""
-    from coterie.sqlstore import upgrade
+    from coterie.storage.migrate import upgrade
     from coterie_slack.dedup import NEW, RecentDeliveries
     from coterie_telegram.records import SeenIds
 

@@ -12,9 +12,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from coterie.app import Coterie
-from coterie.config import Config
-from coterie.elements import (
+from coterie.errors import ConfigError
+from coterie.framework.app import Coterie
+from coterie.framework.config import Config
+from coterie.render.elements import (
     BR,
     Actions,
     Bold,
@@ -29,8 +30,7 @@ from coterie.elements import (
     Strike,
     Text,
 )
-from coterie.errors import ConfigError
-from coterie.state import MemoryStore
+from coterie.storage.state import MemoryStore
 from coterie_slack import SlackAdapter
 from coterie_slack.blocks import (
     MAX_BLOCKS,
@@ -479,7 +479,7 @@ def test_the_manifest_matches_the_adapter(root):
 
 
 def test_config_check_validates_the_slack_table(tmp_path) -> None:
-    from coterie.cli import main
+    from coterie.ops.cli import main
 
     bad = tmp_path / "bad.toml"
     bad.write_text('[adapters.slack]\nenabled = true\nmode = "carrier-pigeon"\n', encoding="utf-8")

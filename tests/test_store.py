@@ -12,11 +12,12 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
-from coterie import cli
-from coterie.config import DATABASE_URL_ENV, load_config, parse_config
 from coterie.errors import ConfigError
-from coterie.sqlstore import SQLStore, create_engine, current, head_revision, open_store, upgrade
-from coterie.state import MemoryStore, RollRecord, RoomState, StateStore, Transaction
+from coterie.framework.config import DATABASE_URL_ENV, load_config, parse_config
+from coterie.ops import cli
+from coterie.storage.migrate import current, head_revision, open_store, upgrade
+from coterie.storage.sql import SQLStore, create_engine
+from coterie.storage.state import MemoryStore, RollRecord, RoomState, StateStore, Transaction
 
 
 async def _sql_store(url: str) -> SQLStore:

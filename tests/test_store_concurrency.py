@@ -14,8 +14,9 @@ from pathlib import Path
 import pytest
 from sqlalchemy.exc import DBAPIError
 
-from coterie.sqlstore import SQLStore, atomically, is_retryable, upgrade
-from coterie.state import MemoryStore, StateStore, Transaction
+from coterie.storage.migrate import upgrade
+from coterie.storage.sql import SQLStore, atomically, is_retryable
+from coterie.storage.state import MemoryStore, StateStore, Transaction
 
 ROOM = "console:table"
 TASKS = 20

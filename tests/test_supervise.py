@@ -8,12 +8,12 @@ import contextlib
 from typing import Any
 
 from coterie import hookimpl
-from coterie.adapters import Adapter
-from coterie.app import Coterie
-from coterie.config import Config
-from coterie.dice import SeededDice
-from coterie.message import Message
-from coterie.plugins import PluginHost
+from coterie.dice.sources import SeededDice
+from coterie.framework.adapter import Adapter
+from coterie.framework.app import Coterie
+from coterie.framework.config import Config
+from coterie.framework.message import Message
+from coterie.framework.plugins import PluginHost
 
 EVENTS: list[str] = []
 

@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from coterie.state import MemoryStore
+from coterie.storage.state import MemoryStore
 from coterie_telegram.bot import EXPIRED, UNKNOWN_BUTTON
 from telegram_fake import (
     BOT_TOKEN,

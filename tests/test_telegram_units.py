@@ -19,10 +19,12 @@ from hypothesis import strategies as st
 from telegram.error import BadRequest, NetworkError, RetryAfter, TimedOut
 
 import coterie_telegram.bot as telegram_bot
-from coterie.app import Coterie
-from coterie.commands import Command
-from coterie.config import Config, parse_config
-from coterie.elements import (
+from coterie.errors import ConfigError
+from coterie.framework.app import Coterie
+from coterie.framework.commands import Command
+from coterie.framework.config import Config, parse_config
+from coterie.framework.plugins import PluginHost
+from coterie.render.elements import (
     BR,
     Actions,
     Bold,
@@ -36,10 +38,8 @@ from coterie.elements import (
     Strike,
     Text,
 )
-from coterie.encode import to_plain
-from coterie.errors import ConfigError
-from coterie.plugins import PluginHost
-from coterie.state import MemoryStore
+from coterie.render.encode import to_plain
+from coterie.storage.state import MemoryStore
 from coterie_telegram import TelegramAdapter
 from coterie_telegram.bot import ChatLocks, TelegramBot, retry_seconds
 from coterie_telegram.buttons import ButtonBoard, callback_data, read_callback_data

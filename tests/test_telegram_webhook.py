@@ -11,7 +11,7 @@ from typing import Any
 import aiohttp
 import pytest
 
-from coterie.state import MemoryStore
+from coterie.storage.state import MemoryStore
 from coterie_telegram.bot import EXPIRED
 from telegram_fake import (
     ENV,

@@ -12,25 +12,17 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from coterie.cli import main
-from coterie.dice import FixedDice
-from coterie.elements import Die, Role, walk
+from coterie.dice.sources import FixedDice
 from coterie.errors import UsageError
-from coterie.grammar import Parsed, Pool, parse, tokens
-from coterie.rules import RollContext, RoomSettings
-from coterie.state import MemoryStore, RoomState
+from coterie.framework.grammar import Parsed, Pool, parse, tokens
+from coterie.framework.variant import RollContext, RoomSettings
+from coterie.ops.cli import main
+from coterie.render.elements import Die, Role, walk
+from coterie.storage.state import MemoryStore, RoomState
 from coterie_v5 import rules
 from coterie_v5.commands import ROUSE
-from coterie_v5.variant import (
-    GRAMMAR,
-    LAST_ROLL,
-    RerollRequest,
-    RouseOutcome,
-    Side,
-    V5Outcome,
-    V5Request,
-    V5Variant,
-)
+from coterie_v5.requests import RerollRequest, Side, V5Request
+from coterie_v5.variant import GRAMMAR, LAST_ROLL, RouseOutcome, V5Outcome, V5Variant
 from doc_tables import ints, table
 
 VARIANT = V5Variant()

@@ -12,14 +12,14 @@ import pytest
 
 from conftest import RecordingDice, drop_roll_ids, without_roll_id
 from coterie import hookimpl
-from coterie.app import Coterie
-from coterie.config import parse_config
-from coterie.dice import DiceSource, FixedDice
-from coterie.elements import Actions, Die, Reply, Role, walk
-from coterie.encode import to_markdown, to_plain
+from coterie.dice.sources import DiceSource, FixedDice
 from coterie.errors import UsageError
-from coterie.message import Message
-from coterie.plugins import PluginHost
+from coterie.framework.app import Coterie
+from coterie.framework.config import parse_config
+from coterie.framework.message import Message
+from coterie.framework.plugins import PluginHost
+from coterie.render.elements import Actions, Die, Reply, Role, walk
+from coterie.render.encode import to_markdown, to_plain
 from coterie_v5 import V5Outcome
 
 
@@ -282,8 +282,8 @@ async def test_rouse_refuses_more_checks_than_the_dice_limit() -> None:
 
 
 async def test_v5_commands_refuse_another_rule_set() -> None:
-    from coterie.commands import CommandContext
-    from coterie.grammar import split_command
+    from coterie.framework.commands import CommandContext
+    from coterie.framework.grammar import split_command
     from coterie_revised import RevisedVariant
     from coterie_v5.commands import reroll, rouse
 

@@ -16,14 +16,14 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from coterie import hookimpl
-from coterie.adapters import Adapter
-from coterie.elements import Reply
-from coterie.encode import to_plain
-from coterie.message import Message
+from coterie.framework.adapter import Adapter
+from coterie.framework.message import Message
+from coterie.render.elements import Reply
+from coterie.render.encode import to_plain
 from coterie_console.ansi import ANSI
 
 if TYPE_CHECKING:
-    from coterie.app import Coterie
+    from coterie.framework.app import Coterie
 
 HISTORY_LINES = 1000
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from coterie.elements import Actions, Die, Role
-from coterie.encode import Encoder
+from coterie.render.elements import Actions, Die, Role
+from coterie.render.encode import Encoder
 
 RESET = "\x1b[0m"
 

@@ -4,7 +4,7 @@ docs/platforms/matrix.md."""
 from __future__ import annotations
 
 from coterie import hookimpl
-from coterie.adapters import Adapter
+from coterie.framework.adapter import Adapter
 from coterie_matrix.adapter import MatrixAdapter
 
 __all__ = ["MatrixAdapter"]

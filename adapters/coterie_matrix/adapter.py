@@ -19,12 +19,12 @@ from collections.abc import Awaitable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from coterie.adapters import Adapter
 from coterie.errors import ConfigError
+from coterie.framework.adapter import Adapter
 from coterie_matrix.settings import WHERE, Credentials, MatrixSettings, read_credentials
 
 if TYPE_CHECKING:
-    from coterie.app import Coterie
+    from coterie.framework.app import Coterie
     from coterie_matrix.bot import MatrixBot
 
 log = logging.getLogger("coterie.matrix")

@@ -53,10 +53,10 @@ from nio import (  # type: ignore[import-untyped]
     WhoamiResponse,
 )
 
-from coterie.adapters import drain_tasks
-from coterie.app import Coterie
-from coterie.elements import Image, Reply
-from coterie.message import Message
+from coterie.framework.adapter import drain_tasks
+from coterie.framework.app import Coterie
+from coterie.framework.message import Message
+from coterie.render.elements import Image, Reply
 from coterie.retry import Backoff as Backoff  # re-exported: the adapter's reconnect loop
 from coterie.retry import retry
 from coterie_matrix import content

@@ -14,7 +14,7 @@ import struct
 from dataclasses import dataclass
 from typing import Any
 
-from coterie.elements import Image
+from coterie.render.elements import Image
 from coterie_matrix.formatting import FORMAT, Part
 
 #: a custom key with what a reply is to coterie: its kind, roll id and rule set, which part

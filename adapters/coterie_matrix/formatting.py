@@ -24,7 +24,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
-from coterie.elements import (
+from coterie.render.elements import (
     Actions,
     Bold,
     Button,
@@ -39,7 +39,7 @@ from coterie.elements import (
     Text,
     walk,
 )
-from coterie.encode import Encoder
+from coterie.render.encode import Encoder
 
 FORMAT = "org.matrix.custom.html"
 #: the keys of reaction buttons, in order: 1️⃣ … 9️⃣, 🔟

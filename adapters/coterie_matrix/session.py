@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from coterie.state import StateStore
+from coterie.storage.state import StateStore
 
 log = logging.getLogger("coterie.matrix")
 

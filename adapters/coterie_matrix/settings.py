@@ -15,8 +15,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from coterie.config import SECRET_ENV, validate_table
 from coterie.errors import ConfigError
+from coterie.framework.config import SECRET_ENV, validate_table
 
 WHERE = "adapters.matrix"
 

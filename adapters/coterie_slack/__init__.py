@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from coterie import hookimpl
-from coterie.adapters import Adapter
+from coterie.framework.adapter import Adapter
 from coterie_slack.adapter import SlackAdapter
 
 __all__ = ["SlackAdapter"]

@@ -18,12 +18,12 @@ import logging
 from collections.abc import Awaitable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from coterie.adapters import Adapter
 from coterie.errors import ConfigError
+from coterie.framework.adapter import Adapter
 from coterie_slack.settings import WHERE, Credentials, SlackSettings, read_credentials
 
 if TYPE_CHECKING:
-    from coterie.app import Coterie
+    from coterie.framework.app import Coterie
     from coterie_slack.bot import SlackBot
 
 log = logging.getLogger("coterie.slack")

@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from coterie.elements import Actions, Image, Node, Reply
+from coterie.render.elements import Actions, Image, Node, Reply
 from coterie_slack.mrkdwn import SlackEncoder, SlackPlainEncoder, escape
 
 log = logging.getLogger("coterie.slack")

@@ -39,10 +39,10 @@ from slack_sdk.signature import SignatureVerifier
 from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.webhook import WebhookResponse
 
-from coterie.adapters import drain_tasks
-from coterie.app import Coterie
-from coterie.elements import Image, Reply, Text
-from coterie.message import Message
+from coterie.framework.adapter import drain_tasks
+from coterie.framework.app import Coterie
+from coterie.framework.message import Message
+from coterie.render.elements import Image, Reply, Text
 from coterie.retry import Backoff
 from coterie_slack.blocks import (
     BUTTON_ACTION_PREFIX,

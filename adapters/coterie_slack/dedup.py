@@ -27,7 +27,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any, Literal
 
-from coterie.state import StateStore
+from coterie.storage.state import StateStore
 
 NAMESPACE = "slack.events"
 #: how long an id is remembered; Slack retries within minutes

@@ -14,8 +14,8 @@ from __future__ import annotations
 import re
 from typing import ClassVar
 
-from coterie.elements import Actions, Die, Image, Role
-from coterie.encode import Encoder
+from coterie.render.elements import Actions, Die, Image, Role
+from coterie.render.encode import Encoder
 
 #: U+2060 WORD JOINER: invisible, and breaks Slack's ``@here`` / ``@channel`` parsing
 WORD_JOINER = "\u2060"

@@ -4,7 +4,7 @@ docs/platforms/telegram.md)."""
 from __future__ import annotations
 
 from coterie import hookimpl
-from coterie.adapters import Adapter
+from coterie.framework.adapter import Adapter
 from coterie_telegram.adapter import TelegramAdapter
 
 __all__ = ["TelegramAdapter"]

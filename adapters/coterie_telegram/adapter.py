@@ -17,12 +17,12 @@ import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from coterie.adapters import Adapter
 from coterie.errors import ConfigError
+from coterie.framework.adapter import Adapter
 from coterie_telegram.settings import WHERE, Credentials, TelegramSettings, read_credentials
 
 if TYPE_CHECKING:
-    from coterie.app import Coterie
+    from coterie.framework.app import Coterie
     from coterie_telegram.bot import TelegramBot
 
 log = logging.getLogger("coterie.telegram")

@@ -55,12 +55,12 @@ from telegram.error import (
 from telegram.request import HTTPXRequest
 from telegram.warnings import PTBDeprecationWarning
 
-from coterie.adapters import drain_tasks
-from coterie.app import Coterie
-from coterie.elements import Actions, Button, Image, Reply
-from coterie.message import Message
+from coterie.framework.adapter import drain_tasks
+from coterie.framework.app import Coterie
+from coterie.framework.message import Message
+from coterie.render.elements import Actions, Button, Image, Reply
 from coterie.retry import Backoff, retry
-from coterie.state import StateStore
+from coterie.storage.state import StateStore
 from coterie_telegram.buttons import (
     MAX_CALLBACK_DATA,
     ButtonBoard,

@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from coterie.state import StateStore
+from coterie.storage.state import StateStore
 from coterie_telegram.records import ExpiringRecord
 
 NAMESPACE = "telegram.buttons"

@@ -18,7 +18,7 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from coterie.commands import Command
+from coterie.framework.commands import Command
 
 log = logging.getLogger("coterie.telegram")
 

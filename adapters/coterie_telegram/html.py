@@ -19,8 +19,8 @@ import re
 from collections.abc import Iterator
 from typing import ClassVar
 
-from coterie.elements import Actions, Die, Image, Role
-from coterie.encode import Encoder
+from coterie.render.elements import Actions, Die, Image, Role
+from coterie.render.encode import Encoder
 
 #: Telegram's limits, in characters after entity parsing
 MAX_MESSAGE = 4096

@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from coterie.state import StateStore
+from coterie.storage.state import StateStore
 
 
 class ExpiringRecord:

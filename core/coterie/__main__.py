@@ -1,5 +1,5 @@
 import sys
 
-from coterie.cli import main
+from coterie.ops.cli import main
 
 sys.exit(main())

@@ -1,82 +1,25 @@
-"""The platform-adapter interface. Adapters are plugins returned by ``coterie_adapters``.
+"""Deprecated import path: ``coterie.adapters`` moved to :mod:`coterie.framework.adapter`
+when the core was split into subpackages (docs/architecture.md).
 
-An adapter is thin: it turns platform events into :class:`~coterie.message.Message`, calls
-``app.handle(message)``, and encodes the returned :class:`~coterie.elements.Reply` into the
-platform's native formatting. No rule logic lives in an adapter.
-"""
+Everything is re-exported here, so a plugin written against the old path keeps working; importing
+this module warns (``DeprecationWarning``). The old path will be removed in a later release: import
+from the new one."""
 
-from __future__ import annotations
+import warnings as _warnings
 
-import asyncio
-import logging
-from abc import ABC, abstractmethod
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, ClassVar
+import coterie.framework.adapter as _0
+from coterie.framework.adapter import *  # noqa: F403
 
-from pydantic import BaseModel
-
-from coterie.config import secret_env_names_of
-
-if TYPE_CHECKING:
-    from coterie.app import Coterie
+_warnings.warn(
+    "coterie.adapters is deprecated: import from coterie.framework.adapter",
+    DeprecationWarning,
+    stacklevel=2,
+)
 
 
-class Adapter(ABC):
-    """Base class of platform adapters."""
-
-    #: the key under ``[adapters.NAME]`` in the config
-    name: ClassVar[str]
-    #: one line for ``coterie plugins``
-    summary: ClassVar[str] = ""
-    #: the pydantic model of the ``[adapters.NAME]`` table, if it has one: its fields marked
-    #: :data:`coterie.config.SECRET_ENV` name the environment variables holding secrets
-    settings_model: ClassVar[type[BaseModel] | None] = None
-
-    def __init__(self, app: Coterie, settings: Mapping[str, Any]) -> None:
-        """May raise ``ConfigError`` for a permanent problem (a missing token): that stops
-        ``coterie run`` with the message instead of restarting the adapter forever."""
-        self.app = app
-        self.settings = dict(settings)
-
-    @classmethod
-    def check_settings(cls, settings: Mapping[str, Any]) -> None:
-        """Validate the ``[adapters.NAME]`` table without connecting or reading secrets; raise
-        ``ConfigError`` naming the key. Called at start and by ``coterie config check``."""
-        return None  # the default adapter accepts any table
-
-    @classmethod
-    def secret_env_names(cls, settings: Mapping[str, Any]) -> list[str]:
-        """The environment variables whose values are secrets, by :attr:`settings_model`'s
-        marked fields; an adapter without a model: every ``*_env`` key of its table (when
-        unsure, redact more)."""
-        if cls.settings_model is not None:
-            return secret_env_names_of(cls.settings_model, settings)
-        return [str(v) for k, v in settings.items() if k.endswith("_env") and v]
-
-    @abstractmethod
-    async def run(self) -> None:
-        """Serve until stopped (or, for the console, until input ends). Raising means a crash:
-        the supervisor logs it and restarts the adapter with back-off."""
-
-    async def stop(self) -> None:  # noqa: B027 - optional hook, nothing to do by default
-        """Ask the adapter to finish; ``run`` should return soon after."""
-
-
-async def drain_tasks(
-    tasks: set[asyncio.Task[None]], timeout: float, *, what: str, log: logging.Logger
-) -> None:
-    """Wait until the tasks in ``tasks`` (a set their done-callbacks shrink) have finished; after
-    ``timeout`` seconds cancel the rest and log how many ``what`` were left. For adapters that
-    answer in background tasks and must not drop replies on shutdown."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while tasks:
-        remaining = deadline - loop.time()
-        if remaining <= 0:
-            left = list(tasks)
-            log.warning("%d %s still pending at shutdown: cancelled", len(left), what)
-            for task in left:
-                task.cancel()
-            await asyncio.gather(*left, return_exceptions=True)
-            return
-        await asyncio.wait(set(tasks), timeout=remaining)
+def __getattr__(name: str) -> object:
+    """Names the star import leaves out (private ones) come from the new module too."""
+    for module in (_0,):
+        if hasattr(module, name):
+            return getattr(module, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

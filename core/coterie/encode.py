@@ -1,156 +1,25 @@
-"""Encoders from the neutral reply tree to text.
+"""Deprecated import path: ``coterie.encode`` moved to :mod:`coterie.render.encode`
+when the core was split into subpackages (docs/architecture.md).
 
-:class:`Encoder` walks the tree and calls one method per node type; a platform encoder (Slack
-mrkdwn, Telegram HTML, Matrix HTML, the terminal's ANSI colours) subclasses it and overrides how
-each node looks, escaping all text in :meth:`Encoder.text`. Plain text (screen readers, logs, the
-console when piped) and Markdown are defined here.
-"""
+Everything is re-exported here, so a plugin written against the old path keeps working; importing
+this module warns (``DeprecationWarning``). The old path will be removed in a later release: import
+from the new one."""
 
-from __future__ import annotations
+import warnings as _warnings
 
-from collections.abc import Iterable
-from typing import ClassVar
+import coterie.render.encode as _0
+from coterie.render.encode import *  # noqa: F403
 
-from coterie.elements import (
-    Actions,
-    Bold,
-    Code,
-    Die,
-    Image,
-    Italic,
-    LineBreak,
-    Node,
-    Role,
-    Strike,
-    Text,
+_warnings.warn(
+    "coterie.encode is deprecated: import from coterie.render.encode",
+    DeprecationWarning,
+    stacklevel=2,
 )
 
 
-class Encoder:
-    """Plain text: no markup at all, die faces as bare numbers. Subclass for other formats."""
-
-    def encode(self, nodes: Iterable[Node]) -> str:
-        return self.finish(self.join(nodes))
-
-    def join(self, nodes: Iterable[Node]) -> str:
-        node = self.node
-        return "".join([node(item) for item in nodes])
-
-    def node(self, node: Node) -> str:
-        # the commonest element types by exact type first (this runs for every element of every
-        # reply, once per encoding); subclasses of the element types reach the checks below
-        if type(node) is Text:
-            return self.text(node.text)
-        if type(node) is Die:
-            return self.die(node)
-        if type(node) is LineBreak:
-            return self.line_break()
-        if isinstance(node, Text):
-            return self.text(node.text)
-        if isinstance(node, Bold):
-            return self.bold(self.join(node.children))
-        if isinstance(node, Italic):
-            return self.italic(self.join(node.children))
-        if isinstance(node, Strike):
-            return self.strike(self.join(node.children))
-        if isinstance(node, Code):
-            return self.code(node.text)
-        if isinstance(node, LineBreak):
-            return self.line_break()
-        if isinstance(node, Die):
-            return self.die(node)
-        if isinstance(node, Image):
-            return self.image(node)
-        return self.actions(node)
-
-    def text(self, value: str) -> str:
-        """Escape user or rule text for the format."""
-        return value
-
-    def bold(self, inner: str) -> str:
-        return inner
-
-    def italic(self, inner: str) -> str:
-        return inner
-
-    def strike(self, inner: str) -> str:
-        return inner
-
-    def code(self, value: str) -> str:
-        return value
-
-    def line_break(self) -> str:
-        return "\n"
-
-    def die(self, die: Die) -> str:
-        return str(die.face)
-
-    def image(self, image: Image) -> str:
-        return f"[image: {self.text(image.alt)}]"
-
-    def actions(self, actions: Actions) -> str:
-        return "Options: " + " | ".join(self.text(b.command) for b in actions.buttons)
-
-    def finish(self, out: str) -> str:
-        """Trailing spaces and the final line break go."""
-        return "\n".join(part.rstrip() for part in out.rstrip("\n").split("\n"))
-
-
-#: characters Markdown could read as markup, each escaped with a backslash: a translation table
-#: (``str.translate`` is several times faster than a regular expression on a reply's short texts)
-_MD_ESCAPES = str.maketrans({char: "\\" + char for char in "\\`*_~[]()<>#|!{}+-."})
-
-
-def escape_markdown(value: str) -> str:
-    """Backslash-escape every character Markdown could read as markup."""
-    return value.translate(_MD_ESCAPES)
-
-
-class MarkdownEncoder(Encoder):
-    """CommonMark with GFM strikethrough; every piece of user or rule text escaped."""
-
-    DIE_STYLE: ClassVar[dict[Role, str]] = {
-        Role.SUCCESS: "**{}**",
-        Role.CRITICAL: "***{}***",
-        Role.CANCELLED: "~~{}~~",
-        Role.ONE: "~~{}~~",
-        Role.BOTCH: "__{}__",
-        Role.FAILURE: "{}",
-    }
-
-    def text(self, value: str) -> str:
-        return escape_markdown(value)
-
-    def bold(self, inner: str) -> str:
-        return f"**{inner}**"
-
-    def italic(self, inner: str) -> str:
-        return f"_{inner}_"
-
-    def strike(self, inner: str) -> str:
-        return f"~~{inner}~~"
-
-    def code(self, value: str) -> str:
-        if "`" in value:
-            return f"`` {value} ``"
-        return f"`{value}`"
-
-    def die(self, die: Die) -> str:
-        return self.DIE_STYLE[die.role].format(die.face)
-
-    def actions(self, actions: Actions) -> str:
-        return " · ".join(self.code(b.command) for b in actions.buttons)
-
-
-PLAIN = Encoder()
-MARKDOWN = MarkdownEncoder()
-
-
-def to_plain(nodes: Iterable[Node]) -> str:
-    """Text with no markup at all; die faces as bare numbers."""
-    return PLAIN.encode(nodes)
-
-
-def to_markdown(nodes: Iterable[Node]) -> str:
-    """CommonMark with GFM strikethrough, all text escaped."""
-    return MARKDOWN.encode(nodes)
+def __getattr__(name: str) -> object:
+    """Names the star import leaves out (private ones) come from the new module too."""
+    for module in (_0,):
+        if hasattr(module, name):
+            return getattr(module, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,39 +1,25 @@
-"""The normalised incoming message every adapter produces."""
+"""Deprecated import path: ``coterie.message`` moved to :mod:`coterie.framework.message`
+when the core was split into subpackages (docs/architecture.md).
 
-from __future__ import annotations
+Everything is re-exported here, so a plugin written against the old path keeps working; importing
+this module warns (``DeprecationWarning``). The old path will be removed in a later release: import
+from the new one."""
 
-from dataclasses import dataclass
+import warnings as _warnings
+
+import coterie.framework.message as _0
+from coterie.framework.message import *  # noqa: F403
+
+_warnings.warn(
+    "coterie.message is deprecated: import from coterie.framework.message",
+    DeprecationWarning,
+    stacklevel=2,
+)
 
 
-@dataclass(frozen=True)
-class Message:
-    """One chat message, platform-neutral.
-
-    ``room`` and ``user`` are the platform's own ids; ``thread`` and ``reply_to`` are set where the
-    platform has them. ``addressed`` is true when the bot was explicitly addressed (a mention, a
-    slash command, a private chat), in which case the room prefix is optional.
-    """
-
-    platform: str
-    room: str
-    user: str
-    text: str
-    user_name: str | None = None
-    thread: str | None = None
-    reply_to: str | None = None
-    message_id: str | None = None
-    addressed: bool = False
-    #: other names the user is mentioned by on the platform (a Telegram @username, say)
-    handles: tuple[str, ...] = ()
-    #: the platform says the user administers the room (a Matrix power level of 50 or more, a
-    #: Telegram group administrator): they have a Storyteller's rights there
-    admin: bool = False
-
-    @property
-    def room_key(self) -> str:
-        """A key unique across platforms, used for room settings and state."""
-        return f"{self.platform}:{self.room}"
-
-    @property
-    def display_name(self) -> str:
-        return self.user_name or self.user
+def __getattr__(name: str) -> object:
+    """Names the star import leaves out (private ones) come from the new module too."""
+    for module in (_0,):
+        if hasattr(module, name):
+            return getattr(module, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -6,9 +6,10 @@ from __future__ import annotations
 from typing import Any
 
 from coterie import hookimpl
-from coterie.commands import Command
-from coterie.rules import Variant
-from coterie_crossover.variant import CrossoverOutcome, CrossoverRequest, CrossoverVariant
+from coterie.framework.commands import Command
+from coterie.framework.variant import Variant
+from coterie_crossover.requests import CrossoverRequest
+from coterie_crossover.variant import CrossoverOutcome, CrossoverVariant
 
 __all__ = ["CrossoverOutcome", "CrossoverRequest", "CrossoverVariant"]
 

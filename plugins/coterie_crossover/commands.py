@@ -5,14 +5,15 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from coterie.commands import Command, CommandContext
-from coterie.elements import BR, Node, Reply, Text, bold, code, italic
 from coterie.errors import UsageError
-from coterie.grammar import Pool, PoolTerm, number, parse_pool, shorten, suggest, tokens
-from coterie.pools import checked_pool, plural
+from coterie.framework.commands import Command, CommandContext
+from coterie.framework.grammar import Pool, PoolTerm, number, parse_pool, shorten, suggest, tokens
+from coterie.render.elements import BR, Node, Reply, Text, bold, code, italic
+from coterie.rulekit.pools import checked_pool, plural
 from coterie_crossover import rules
 from coterie_crossover.movement import MOVE_USAGE, move
-from coterie_crossover.variant import CrossoverOutcome, CrossoverRequest, Side
+from coterie_crossover.requests import CrossoverRequest, Side
+from coterie_crossover.variant import CrossoverOutcome
 
 # --- !multi: the smallest pool, split among the actions -------------------------------------
 

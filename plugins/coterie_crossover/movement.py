@@ -9,14 +9,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from coterie.commands import CommandContext
-from coterie.elements import BR, Node, Reply, Text, bold, code, italic
 from coterie.errors import UsageError
-from coterie.grammar import Grammar, Option, Parsed, Pool, parse, shorten, suggest, tokens
-from coterie.pools import difficulty_option, plural
+from coterie.framework.commands import CommandContext
+from coterie.framework.grammar import Grammar, Option, Parsed, Pool, parse, shorten, suggest, tokens
+from coterie.render.elements import BR, Node, Reply, Text, bold, code, italic
+from coterie.rulekit.pools import difficulty_option, plural
 from coterie_crossover import rules
+from coterie_crossover.requests import CrossoverRequest, Side
 from coterie_crossover.rules import Conditions, Mode
-from coterie_crossover.variant import CrossoverOutcome, CrossoverRequest, Side
+from coterie_crossover.variant import CrossoverOutcome
 
 MOVE_USAGE = (
     "!move walk|jog|run|swim|fly|climb [dex N] [stamina N] [injured] [skilled] [yards N] "

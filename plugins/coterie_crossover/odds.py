@@ -12,20 +12,23 @@ from __future__ import annotations
 
 from dataclasses import replace
 from fractions import Fraction
+from typing import TYPE_CHECKING
 
-from coterie import d10
-from coterie.odds import (
+from coterie.dice import d10
+from coterie.dice.odds import (
     Distribution,
     Key,
     cached,
     certain,
     joint_events,
-    require_rules,
     rule_of_one,
 )
-from coterie.pools import plural
+from coterie.rulekit.pools import plural
 from coterie_crossover import rules
-from coterie_crossover.variant import CrossoverRequest, CrossoverVariant, Side
+from coterie_crossover.requests import CrossoverRequest, Side
+
+if TYPE_CHECKING:
+    from coterie_crossover.variant import CrossoverVariant
 
 NAMES = ("success", "failure", "botch")
 
@@ -81,7 +84,6 @@ def race(target: int, progress: tuple[int, int], actor: Key, opponent: Key) -> s
 
 def odds(variant: CrossoverVariant, request: CrossoverRequest) -> Distribution:
     """The exact distribution of the actor's roll, with the verdicts of ``vs`` and ``ext``."""
-    require_rules(variant, CrossoverVariant)
     actor = request.actor
     if request.automatic:
         roll = f"automatic success ({plural(actor.pool, 'dice')}, difficulty {actor.difficulty})"

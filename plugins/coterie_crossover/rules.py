@@ -14,8 +14,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from enum import StrEnum
 
-from coterie import d10
-from coterie.elements import Role
+from coterie.dice import d10
+from coterie.render.elements import Role
 
 # --- kinds of action ----------------------------------------------------------------------------
 

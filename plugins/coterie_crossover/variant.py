@@ -6,17 +6,23 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from coterie import d10, pools
-from coterie.elements import BR, Node, Text, bold, code, italic
+from coterie.dice import d10
+from coterie.dice.odds import Distribution, require_rules
 from coterie.errors import UsageError
-from coterie.grammar import Grammar, Option, Parsed, Pool
-from coterie.odds import Distribution
-from coterie.pools import POOL, WILLPOWER, difficulty_option, difficulty_slot, plural
-from coterie.rules import HouseRule, Outcome, RoomSettings, Variant
+from coterie.framework.grammar import Grammar, Option, Parsed
+from coterie.framework.variant import HouseRule, Outcome, RoomSettings, Variant
+from coterie.render.elements import BR, Node, Text, bold, code, italic
+from coterie.rulekit import pools
+from coterie.rulekit.pools import POOL, WILLPOWER, difficulty_option, difficulty_slot, plural
 from coterie_crossover import rules
+from coterie_crossover.odds import odds as exact_odds
+from coterie_crossover.requests import CrossoverRequest, Side, side
 
 DIFFICULTY = difficulty_slot(rules.MIN_DIFFICULTY, rules.MAX_DIFFICULTY, rules.DEFAULT_DIFFICULTY)
+
+
 DIFF = difficulty_option(rules.MIN_DIFFICULTY, rules.MAX_DIFFICULTY)
+
 
 PROGRESS = Option(
     "progress",
@@ -26,6 +32,7 @@ PROGRESS = Option(
     maximum=1000,
     metavar="P",
 )
+
 
 GRAMMAR = Grammar(
     usage="!roll POOL [DIFFICULTY] [wp] [auto] [ext TARGET [progress P]] "
@@ -68,38 +75,10 @@ GRAMMAR = Grammar(
     named_trait_rule=pools.TEN_POINT_RULE,
 )
 
+
 HOUSE_RULES = (
     HouseRule("auto_success", True, "`auto` may take an automatic success when pool >= difficulty"),
 )
-
-
-@dataclass(frozen=True)
-class Side:
-    """One side of a roll as asked for."""
-
-    written: Pool
-    pool: int
-    difficulty: int
-    willpower: bool = False
-    progress: int = 0
-
-    @property
-    def trait(self) -> str | None:
-        """The 10-point Trait the pool is, if it was written by name (``rage 6``)."""
-        return self.written.terms[0].trait
-
-
-@dataclass(frozen=True)
-class CrossoverRequest:
-    actor: Side
-    automatic: bool = False
-    target: int | None = None
-    versus: Side | None = None
-
-    @property
-    def dice(self) -> int:
-        own = 0 if self.automatic else self.actor.pool
-        return own + (self.versus.pool if self.versus else 0)
 
 
 @dataclass(frozen=True)
@@ -249,9 +228,8 @@ class CrossoverVariant(pools.StorytellerActions, Variant[CrossoverRequest, Cross
     def odds(
         self, request: CrossoverRequest, options: frozenset[str] = frozenset()
     ) -> Distribution:
-        from coterie_crossover.odds import odds
-
-        return odds(self, request)
+        require_rules(self, CrossoverVariant)
+        return exact_odds(self, request)
 
     def evaluate(self, request: CrossoverRequest, faces: Sequence[int]) -> CrossoverOutcome:
         if len(faces) != request.dice:
@@ -347,25 +325,6 @@ class CrossoverVariant(pools.StorytellerActions, Variant[CrossoverRequest, Cross
             Text(" (movement)."),
         ]
         return body
-
-
-def side(parsed: Parsed, default_difficulty: int) -> Side:
-    """One side of a roll from parsed words: the checked pool, difficulty and Willpower."""
-    written = parsed.pool()
-    pool = pools.checked_pool(
-        written,
-        max_traits=rules.MAX_TRAITS_IN_POOL,
-        ten_point_traits=rules.TEN_POINT_TRAITS,
-    )
-    assert written is not None  # checked_pool refuses a missing pool
-    difficulty = parsed.int("difficulty") or default_difficulty
-    return Side(
-        written,
-        pool,
-        difficulty,
-        willpower=parsed.flag("willpower"),
-        progress=parsed.int("progress") or 0,
-    )
 
 
 # --- rendering ------------------------------------------------------------------------------------

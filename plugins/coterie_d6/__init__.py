@@ -8,16 +8,14 @@ from __future__ import annotations
 from typing import Any
 
 from coterie import hookimpl
-from coterie.commands import Command
-from coterie.rules import Variant
+from coterie.framework.commands import Command
+from coterie.framework.variant import Variant
+from coterie_d6.requests import ContestRequest, InitiativeRequest, RollRequest
 from coterie_d6.variant import (
     ContestOutcome,
-    ContestRequest,
     D6Variant,
     InitiativeOutcome,
-    InitiativeRequest,
     RollOutcome,
-    RollRequest,
     SeesawOutcome,
 )
 

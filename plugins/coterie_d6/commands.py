@@ -2,23 +2,13 @@
 
 from __future__ import annotations
 
-from coterie.commands import Command, CommandContext
-from coterie.elements import Reply
 from coterie.errors import UsageError
-from coterie.grammar import Grammar, Option, Parsed, Positional, parse, shorten, tokens
+from coterie.framework.commands import Command, CommandContext
+from coterie.framework.grammar import Grammar, Option, Parsed, Positional, parse, shorten, tokens
+from coterie.render.elements import Reply
 from coterie_d6 import rules
-from coterie_d6.variant import (
-    DIFF,
-    DIFFICULTY,
-    NEED,
-    POOL,
-    SEESAW,
-    VERSUS,
-    D6Outcome,
-    D6Request,
-    D6Variant,
-    InitiativeRequest,
-)
+from coterie_d6.requests import D6Request, InitiativeRequest
+from coterie_d6.variant import DIFF, DIFFICULTY, NEED, POOL, SEESAW, VERSUS, D6Outcome, D6Variant
 
 CONTEST_USAGE = "!contest POOL [DIFFICULTY] vs POOL [to N] [# comment]"
 #: ``need`` is known here only to be refused with the contest's own explanation
@@ -88,14 +78,17 @@ async def _reply(ctx: CommandContext, requests: list[D6Request]) -> Reply:
 # --- !contest -------------------------------------------------------------------------------------
 
 
-async def contest(ctx: CommandContext) -> Reply:
-    """Both sides roll at the same difficulty; the most successes wins; ties roll again.
-    ``!contest @user ...`` (and ``cancel``, ``status``) is core's contest between chat users."""
-    from coterie import actions
+def between_pools(args: str) -> bool:
+    """Whether ``!contest ARGS`` is this rule set's contest of two pools; ``!contest @user ...``
+    (and ``cancel``, ``status``) is left to coterie's contest between chat users."""
+    words = tokens(args)
+    return not (
+        words and (words[0].startswith(("@", "<@")) or words[0].lower() in ("cancel", "status"))
+    )
 
-    words = tokens(ctx.args)
-    if words and (words[0].startswith(("@", "<@")) or words[0].lower() in ("cancel", "status")):
-        return Reply(await actions.contest(ctx))
+
+async def contest(ctx: CommandContext) -> Reply:
+    """Both sides roll at the same difficulty; the most successes wins; ties roll again."""
     variant = _variant(ctx)
     limits = ctx.app.config.limits
     requests: list[D6Request] = []
@@ -194,6 +187,7 @@ COMMANDS = [
         usage=CONTEST_USAGE,
         handler=contest,
         variants=("d6",),
+        applies=between_pools,
         details=(
             "The difficulty (default 4) goes before `vs` or as `diff D`; ties are rolled again "
             "until one side wins, and the defender's successes take away the attacker's. "

@@ -15,12 +15,16 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
+from coterie.dice.odds import Distribution, Key, cached, convolve, power
 from coterie.errors import UsageError
-from coterie.odds import Distribution, Key, cached, convolve, power, require_rules
-from coterie.pools import plural
+from coterie.rulekit.pools import plural
 from coterie_d6 import rules
-from coterie_d6.variant import ContestRequest, D6Request, D6Variant, RollRequest, difficulty_text
+from coterie_d6.requests import ContestRequest, D6Request, RollRequest, difficulty_text
+
+if TYPE_CHECKING:
+    from coterie_d6.variant import D6Variant
 
 NAMES = ("success", "failure")
 
@@ -109,7 +113,6 @@ def seesaw_odds(
 
 def odds(variant: D6Variant, request: D6Request) -> Distribution:
     """The exact distribution of a roll's or a contest's result, as the attacker sees it."""
-    require_rules(variant, D6Variant, "play", "evaluate", "roll", "build")
     if isinstance(request, RollRequest):
         dist = roll_odds(request.pool.dice, request.difficulty.value, request.required)
         roll = f"{request.pool}, {difficulty_text(request.difficulty)}"

@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
 
-from coterie.elements import Role
+from coterie.render.elements import Role
 
 #: ``draw(n)`` returns the next ``n`` faces of six-sided dice, in the order rolled
 Draw = Callable[[int], Sequence[int]]

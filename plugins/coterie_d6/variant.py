@@ -10,17 +10,28 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from coterie.dice import DiceSource
-from coterie.elements import BR, Die, Node, Role, Text, bold, code
+from coterie.dice.odds import Distribution, require_rules
+from coterie.dice.sources import DiceSource
 from coterie.errors import UsageError
-from coterie.grammar import Grammar, Option, Parsed, Positional
-from coterie.odds import Distribution
-from coterie.pools import plural
-from coterie.rules import Outcome, RoomSettings, Standing, Variant
+from coterie.framework.grammar import Grammar, Option, Parsed, Positional
+from coterie.framework.variant import Outcome, RoomSettings, Standing, Variant
+from coterie.render.elements import BR, Die, Node, Role, Text, bold, code
+from coterie.rulekit.pools import plural
 from coterie_d6 import rules
+from coterie_d6.odds import odds as exact_odds
+from coterie_d6.requests import (
+    ContestRequest,
+    D6Request,
+    Difficulty,
+    InitiativeRequest,
+    RollRequest,
+    TraitPool,
+    difficulty_text,
+)
 
 #: the largest seesaw goal one message may play toward (see docs/rules/d6.md)
 MAX_SEESAW_TARGET = 20
+
 
 # --- chat grammar ---------------------------------------------------------------------------------
 
@@ -30,12 +41,18 @@ POOL = Positional(
     kind="pool",
     required=True,
 )
+
+
 #: no range in the grammar: a difficulty above 6 is allowed (it counts as 6) and the check of
 #: the low end lives in ``build``, so chat and ``coterie roll --difficulty`` say the same thing
 DIFFICULTY = Positional("difficulty", "difficulty 2-6 (default 4); a higher number counts as 6")
+
+
 DIFF = Option(
     "diff", "int", "the difficulty, as a keyword", key="difficulty", compact=True, metavar="D"
 )
+
+
 NEED = Option(
     "need",
     "int",
@@ -44,6 +61,8 @@ NEED = Option(
     minimum=1,
     compact=True,
 )
+
+
 SEESAW = Option(
     "to",
     "int",
@@ -52,6 +71,7 @@ SEESAW = Option(
     maximum=MAX_SEESAW_TARGET,
     compact=True,
 )
+
 
 #: ``need`` is known after ``vs`` too, so that misplacing it gets the contest's own explanation
 VERSUS = Grammar(
@@ -62,10 +82,14 @@ VERSUS = Grammar(
     named_trait_rule=rules.ONE_TRAIT_RULE,
 )
 
+
 #: where a seesaw contest across messages carries its balance into ``build`` (no chat word sets it)
 CARRIED = "seesaw balance"
 
+
 ROLL_USAGE = "!roll POOL [DIFFICULTY] [need N] [vs POOL [to N]] [# comment]"
+
+
 GRAMMAR = Grammar(
     usage=ROLL_USAGE,
     positionals=(POOL, DIFFICULTY),
@@ -75,62 +99,6 @@ GRAMMAR = Grammar(
     named_trait_rule=rules.ONE_TRAIT_RULE,
 )
 
-# --- requests -------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class TraitPool:
-    """The dice of one side: a Trait's rating, and its name when the roll gave one."""
-
-    dice: int
-    trait: str | None = None
-
-    def __str__(self) -> str:
-        return f"{self.trait.title()} {self.dice}" if self.trait else plural(self.dice, "dice")
-
-
-@dataclass(frozen=True)
-class Difficulty:
-    """The difficulty as asked for and as rolled against (capped at 6)."""
-
-    asked: int
-
-    @property
-    def value(self) -> int:
-        return rules.effective_difficulty(self.asked)
-
-    @property
-    def capped(self) -> bool:
-        return self.asked > self.value
-
-
-@dataclass(frozen=True)
-class RollRequest:
-    pool: TraitPool
-    difficulty: Difficulty
-    required: int = 1
-
-
-@dataclass(frozen=True)
-class ContestRequest:
-    """A contest; with a ``target`` it is a seesaw contest played to that many ahead."""
-
-    attacker: TraitPool
-    defender: TraitPool
-    difficulty: Difficulty
-    target: int | None = None
-    max_rounds: int = rules.MAX_ROUNDS
-    #: a seesaw contest across messages: the balance carried over from earlier turns
-    balance: int = 0
-
-
-@dataclass(frozen=True)
-class InitiativeRequest:
-    combatants: tuple[rules.Combatant, ...]
-    max_rounds: int = rules.MAX_ROUNDS
-
-
-D6Request = RollRequest | ContestRequest | InitiativeRequest
 
 # --- outcomes -------------------------------------------------------------------------------------
 
@@ -311,6 +279,7 @@ class InitiativeOutcome(Outcome):
 
 D6Outcome = RollOutcome | ContestOutcome | SeesawOutcome | InitiativeOutcome
 
+
 # --- the variant ----------------------------------------------------------------------------------
 
 
@@ -401,9 +370,8 @@ class D6Variant(Variant[D6Request, D6Outcome]):
         return len(tied[0]) if tied else 0
 
     def odds(self, request: D6Request, options: frozenset[str] = frozenset()) -> Distribution:
-        from coterie_d6.odds import odds
-
-        return odds(self, request)
+        require_rules(self, D6Variant, "play", "evaluate", "roll", "build")
+        return exact_odds(self, request)
 
     def roll(self, request: D6Request, dice: DiceSource) -> D6Outcome:
         return self.play(request, lambda count: dice.roll(count, self.sides))
@@ -566,13 +534,6 @@ def _faces(roll: rules.PoolRoll) -> list[Node]:
             out.append(Text(" "))
         out.append(Die(face, role, rules.SIDES))
     return out
-
-
-def difficulty_text(difficulty: Difficulty) -> str:
-    text = f"difficulty {difficulty.value} ({rules.DIFFICULTY_LABELS[difficulty.value]}"
-    if difficulty.capped:
-        text += f"; {difficulty.asked} lowered to {rules.MAX_DIFFICULTY}, the highest difficulty"
-    return text + ")"
 
 
 def render_roll(outcome: RollOutcome) -> list[Node]:

@@ -6,9 +6,10 @@ from __future__ import annotations
 from typing import Any
 
 from coterie import hookimpl
-from coterie.commands import Command
-from coterie.rules import Variant
-from coterie_laia.variant import LaiaOutcome, LaiaRequest, LaiaVariant
+from coterie.framework.commands import Command
+from coterie.framework.variant import Variant
+from coterie_laia.requests import LaiaRequest
+from coterie_laia.variant import LaiaOutcome, LaiaVariant
 
 __all__ = ["LaiaOutcome", "LaiaRequest", "LaiaVariant"]
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from coterie.commands import Command, CommandContext, roll_reply
-from coterie.elements import Reply
+from coterie.framework.commands import Command, CommandContext, roll_reply
+from coterie.render.elements import Reply
 
 THROW_USAGE = (
     "?throw POOL [DIFFICULTY] [spec] [retry N] [ext TARGET [progress P]] "

@@ -22,21 +22,24 @@ from __future__ import annotations
 
 from dataclasses import replace
 from fractions import Fraction
+from typing import TYPE_CHECKING
 
-from coterie import d10
-from coterie.odds import (
+from coterie.dice import d10
+from coterie.dice.odds import (
     Distribution,
     Key,
     Poly,
     bits_for,
     cached,
     joint_events,
-    require_rules,
     rule_of_one,
 )
-from coterie.pools import plural
+from coterie.rulekit.pools import plural
 from coterie_laia import rules
-from coterie_laia.variant import LaiaRequest, LaiaVariant, Side
+from coterie_laia.requests import LaiaRequest, Side
+
+if TYPE_CHECKING:
+    from coterie_laia.variant import LaiaVariant
 
 NAMES = ("success", "failure", "botch")
 
@@ -106,7 +109,6 @@ def resisted(actor: Key, opponent: Key) -> str:
 def odds(variant: LaiaVariant, request: LaiaRequest) -> Distribution:
     """The exact distribution of the actor's throw (``outcome`` and the signed sum as
     ``successes``), with who prevails for ``vs`` and the target's chance for ``ext``."""
-    require_rules(variant, LaiaVariant)
     actor = request.actor
     own = _side(actor)
     roll = own.roll + (f" (+{request.retry} for trying again)" if request.retry else "")

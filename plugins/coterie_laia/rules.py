@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from fractions import Fraction
 from math import comb
 
-from coterie import d10
-from coterie.elements import Role
+from coterie.dice import d10
+from coterie.render.elements import Role
 
 # --- difficulty ---------------------------------------------------------------------------------
 

@@ -7,16 +7,21 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from coterie import d10, pools
-from coterie.elements import BR, Node, Text, bold, code, italic
+from coterie.dice import d10
+from coterie.dice.odds import Distribution, require_rules
 from coterie.errors import UsageError
-from coterie.grammar import Grammar, Option, Parsed, Pool
-from coterie.odds import Distribution
-from coterie.pools import POOL, difficulty_option, difficulty_slot, plural
-from coterie.rules import HouseRule, Outcome, RoomSettings, Variant
+from coterie.framework.grammar import Grammar, Option, Parsed
+from coterie.framework.variant import HouseRule, Outcome, RoomSettings, Variant
+from coterie.render.elements import BR, Node, Text, bold, code, italic
+from coterie.rulekit import pools
+from coterie.rulekit.pools import POOL, difficulty_option, difficulty_slot, plural
 from coterie_laia import rules
+from coterie_laia.odds import odds as exact_odds
+from coterie_laia.requests import LaiaRequest, Side
 
 DIFFICULTY = difficulty_slot(rules.MIN_DIFFICULTY, rules.MAX_DIFFICULTY, rules.DEFAULT_DIFFICULTY)
+
+
 SPECIALTY = Option(
     "spec",
     "flag",
@@ -24,6 +29,8 @@ SPECIALTY = Option(
     aliases=("specialty", "speciality"),
     key="specialty",
 )
+
+
 RETRY = Option(
     "retry",
     "int",
@@ -31,6 +38,8 @@ RETRY = Option(
     minimum=0,
     maximum=20,
 )
+
+
 EXTENDED = Option(
     "ext",
     "int",
@@ -40,6 +49,8 @@ EXTENDED = Option(
     maximum=1000,
     metavar="TARGET",
 )
+
+
 PROGRESS = Option(
     "progress",
     "int",
@@ -48,7 +59,10 @@ PROGRESS = Option(
     maximum=1000,
     metavar="P",
 )
+
+
 OPPONENT_PROGRESS = replace(PROGRESS, help="the opposition's tally so far (extended and resisted)")
+
 
 GRAMMAR = Grammar(
     usage="!roll POOL [DIFFICULTY] [spec] [retry N] [ext TARGET [progress P]] "
@@ -68,36 +82,11 @@ GRAMMAR = Grammar(
     ),
 )
 
+
 HOUSE_RULES = (
     HouseRule("trying_again", True, "`retry N` raises the difficulty by N after failed attempts"),
     HouseRule("botch_wipes_extended", True, "a botch throws away an extended action's progress"),
 )
-
-
-@dataclass(frozen=True)
-class Side:
-    """One side of a throw as asked for."""
-
-    written: Pool
-    pool: int
-    difficulty: int
-    specialty: bool = False
-    progress: int = 0
-
-
-@dataclass(frozen=True)
-class LaiaRequest:
-    actor: Side
-    #: the difficulty before trying again raised it
-    base_difficulty: int
-    retry: int = 0
-    target: int | None = None
-    versus: Side | None = None
-    botch_wipes: bool = True
-
-    @property
-    def dice(self) -> int:
-        return self.actor.pool + (self.versus.pool if self.versus else 0)
 
 
 @dataclass(frozen=True)
@@ -249,9 +238,8 @@ class LaiaVariant(pools.StorytellerActions, Variant[LaiaRequest, LaiaOutcome]):
         return request.dice
 
     def odds(self, request: LaiaRequest, options: frozenset[str] = frozenset()) -> Distribution:
-        from coterie_laia.odds import odds
-
-        return odds(self, request)
+        require_rules(self, LaiaVariant)
+        return exact_odds(self, request)
 
     def evaluate(self, request: LaiaRequest, faces: Sequence[int]) -> LaiaOutcome:
         if len(faces) != request.dice:

@@ -5,9 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from coterie import hookimpl
-from coterie.commands import Command
-from coterie.rules import Variant
-from coterie_revised.variant import RevisedOutcome, RevisedRequest, RevisedVariant
+from coterie.framework.commands import Command
+from coterie.framework.variant import Variant
+from coterie_revised.requests import RevisedRequest
+from coterie_revised.variant import RevisedOutcome, RevisedVariant
 
 __all__ = ["RevisedOutcome", "RevisedRequest", "RevisedVariant"]
 

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from coterie import pools
-from coterie.commands import Command, CommandContext
-from coterie.elements import BR, Node, Reply, Text, bold
 from coterie.errors import UsageError
-from coterie.grammar import Grammar, parse, tokens
-from coterie.pools import POOL, WILLPOWER
+from coterie.framework.commands import Command, CommandContext
+from coterie.framework.grammar import Grammar, parse, tokens
+from coterie.render.elements import BR, Node, Reply, Text, bold
+from coterie.rulekit import pools
+from coterie.rulekit.pools import POOL, WILLPOWER
 from coterie_revised import rules
 from coterie_revised.variant import DIFFICULTY, RevisedOutcome, RevisedVariant, render
 

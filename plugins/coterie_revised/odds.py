@@ -11,20 +11,23 @@ from __future__ import annotations
 
 from dataclasses import replace
 from fractions import Fraction
+from typing import TYPE_CHECKING
 
-from coterie import d10
-from coterie.odds import (
+from coterie.dice import d10
+from coterie.dice.odds import (
     Distribution,
     Key,
     cached,
     certain,
     joint_events,
-    require_rules,
     rule_of_one,
 )
-from coterie.pools import plural
+from coterie.rulekit.pools import plural
 from coterie_revised import rules
-from coterie_revised.variant import RevisedRequest, RevisedVariant, Side
+from coterie_revised.requests import RevisedRequest, Side
+
+if TYPE_CHECKING:
+    from coterie_revised.variant import RevisedVariant
 
 NAMES = ("success", "failure", "botch")
 
@@ -67,7 +70,6 @@ def _side(side: Side, cancellable: bool) -> Distribution:
 def odds(variant: RevisedVariant, request: RevisedRequest) -> Distribution:
     """The exact distribution of the actor's result (the ``outcome`` and ``successes`` of
     ``coterie roll --json``), with the verdict's chances for ``vs`` and ``ext``."""
-    require_rules(variant, RevisedVariant)
     actor = request.actor
     if request.automatic:
         roll = f"automatic success ({plural(actor.pool, 'dice')}, difficulty {actor.difficulty})"

@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from coterie import d10
-from coterie.elements import Role
+from coterie.dice import d10
+from coterie.render.elements import Role
 
 # --- dice pools ---------------------------------------------------------------------------------
 

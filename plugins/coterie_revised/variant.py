@@ -6,16 +6,20 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from coterie import d10, pools
-from coterie.elements import BR, Node, Text, bold, code, italic
+from coterie.dice import d10
+from coterie.dice.odds import Distribution, require_rules
 from coterie.errors import UsageError
-from coterie.grammar import Grammar, Option, Parsed, Pool
-from coterie.odds import Distribution
-from coterie.pools import POOL, WILLPOWER, difficulty_option, difficulty_slot, plural
-from coterie.rules import HouseRule, Outcome, RollContext, RoomSettings, Variant
+from coterie.framework.grammar import Grammar, Option, Parsed
+from coterie.framework.variant import HouseRule, Outcome, RollContext, RoomSettings, Variant
+from coterie.render.elements import BR, Node, Text, bold, code, italic
+from coterie.rulekit import pools
+from coterie.rulekit.pools import POOL, WILLPOWER, difficulty_option, difficulty_slot, plural
 from coterie_revised import rules
+from coterie_revised.odds import odds as exact_odds
+from coterie_revised.requests import RevisedRequest, Side
 
 DIFFICULTY = difficulty_slot(rules.MIN_DIFFICULTY, rules.MAX_DIFFICULTY, rules.DEFAULT_DIFFICULTY)
+
 
 GRAMMAR = Grammar(
     usage="!roll POOL [DIFFICULTY] [wp] [auto] [multi N [action K]] [retry N] "
@@ -87,6 +91,7 @@ GRAMMAR = Grammar(
     named_trait_rule=pools.TEN_POINT_RULE,
 )
 
+
 HOUSE_RULES = (
     HouseRule(
         "first_botch_free",
@@ -98,36 +103,6 @@ HOUSE_RULES = (
     HouseRule("botch_wipes_extended", True, "a botch throws away an extended action's progress"),
     HouseRule("willpower_cancellable", False, "1s may cancel the Willpower success"),
 )
-
-
-@dataclass(frozen=True)
-class Side:
-    """One side of a roll as asked for."""
-
-    written: Pool
-    pool: int
-    difficulty: int
-    willpower: bool = False
-    progress: int = 0
-
-
-@dataclass(frozen=True)
-class RevisedRequest:
-    actor: Side
-    base_difficulty: int
-    automatic: bool = False
-    actions: int = 1
-    action: int = 1
-    retry: int = 0
-    target: int | None = None
-    versus: Side | None = None
-    willpower_cancellable: bool = False
-    botch_wipes: bool = True
-
-    @property
-    def dice(self) -> int:
-        own = 0 if self.automatic else self.actor.pool
-        return own + (self.versus.pool if self.versus else 0)
 
 
 @dataclass(frozen=True)
@@ -299,9 +274,8 @@ class RevisedVariant(pools.StorytellerActions, Variant[RevisedRequest, RevisedOu
         return request.dice
 
     def odds(self, request: RevisedRequest, options: frozenset[str] = frozenset()) -> Distribution:
-        from coterie_revised.odds import odds
-
-        return odds(self, request)
+        require_rules(self, RevisedVariant)
+        return exact_odds(self, request)
 
     def evaluate(self, request: RevisedRequest, faces: Sequence[int]) -> RevisedOutcome:
         if len(faces) != request.dice:

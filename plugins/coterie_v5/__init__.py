@@ -6,9 +6,10 @@ from __future__ import annotations
 from typing import Any
 
 from coterie import hookimpl
-from coterie.commands import Command
-from coterie.rules import Variant
-from coterie_v5.variant import RouseOutcome, V5Outcome, V5Request, V5Variant
+from coterie.framework.commands import Command
+from coterie.framework.variant import Variant
+from coterie_v5.requests import V5Request
+from coterie_v5.variant import RouseOutcome, V5Outcome, V5Variant
 
 __all__ = ["RouseOutcome", "V5Outcome", "V5Request", "V5Variant"]
 

@@ -6,22 +6,16 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from coterie.commands import Command, CommandContext
-from coterie.elements import BR, Actions, Button, Node, Reply, Text, bold, italic
+from coterie.dice.odds import Distribution, off_loop, percent
 from coterie.errors import UsageError
-from coterie.grammar import Grammar, Option, Positional, parse, shorten, suggest, tokens
-from coterie.odds import Distribution, odds_reply, off_loop, percent
-from coterie.pools import plural
+from coterie.framework.commands import Command, CommandContext
+from coterie.framework.grammar import Grammar, Option, Positional, parse, shorten, suggest, tokens
+from coterie.render.elements import BR, Actions, Button, Node, Reply, Text, bold, italic
+from coterie.rulekit.odds import odds_reply
+from coterie.rulekit.pools import plural
 from coterie_v5 import rules
-from coterie_v5.variant import (
-    HUNGER,
-    LAST_ROLL,
-    REROLL_BUTTONS,
-    RerollRequest,
-    RouseOutcome,
-    V5Outcome,
-    V5Variant,
-)
+from coterie_v5.requests import RerollRequest
+from coterie_v5.variant import HUNGER, LAST_ROLL, REROLL_BUTTONS, RouseOutcome, V5Outcome, V5Variant
 
 REROLL_USAGE = "!reroll [failures|crits|messy|risky] [# comment]"
 ROUSE_USAGE = "!rouse [N] [h H] [# comment]"

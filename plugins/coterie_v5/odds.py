@@ -25,9 +25,9 @@ from __future__ import annotations
 from dataclasses import replace
 from itertools import product
 from math import comb
+from typing import TYPE_CHECKING
 
-from coterie.errors import UsageError
-from coterie.odds import (
+from coterie.dice.odds import (
     Distribution,
     Key,
     Poly,
@@ -36,18 +36,20 @@ from coterie.odds import (
     certain,
     multinomials,
     parity_split,
-    require_rules,
 )
-from coterie.pools import plural
+from coterie.errors import UsageError
+from coterie.rulekit.pools import plural
 from coterie_v5 import rules
-from coterie_v5.variant import (
+from coterie_v5.requests import (
     RerollRequest,
     RouseRequest,
     V5Request,
-    V5Variant,
     difficulty_text,
     side_text,
 )
+
+if TYPE_CHECKING:
+    from coterie_v5.variant import V5Variant
 
 NAMES = tuple(str(result) for result in rules.Result)
 WINS = frozenset({"critical", "messy_critical", "success"})
@@ -298,7 +300,6 @@ def odds(
 ) -> Distribution:
     """The exact distribution of a v5 request's result (``outcome`` and ``successes``); with
     ``plan``, as it ends if the player re-rolls failures with Willpower when it does not win."""
-    require_rules(variant, V5Variant)
     if isinstance(request, RerollRequest):
         return reroll_odds(variant, request)
     if isinstance(request, RouseRequest):

@@ -7,27 +7,49 @@ requests and faces into outcomes, and outcomes into replies and the JSON contrac
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
-from coterie.elements import BR, Actions, Button, Die, Node, Role, Text, bold, code, dice
+from coterie.dice.odds import Distribution, require_rules
 from coterie.errors import UsageError
-from coterie.grammar import Grammar, Option, Parsed, Positional, shorten, suggest
-from coterie.odds import Distribution
-from coterie.pools import plural
-from coterie.rules import HouseRule, Outcome, RollContext, RoomSettings, Standing, Variant
+from coterie.framework.grammar import Grammar, Option, Parsed, Positional, shorten, suggest
+from coterie.framework.variant import (
+    HouseRule,
+    Outcome,
+    RollContext,
+    RoomSettings,
+    Standing,
+    Variant,
+)
+from coterie.render.elements import BR, Actions, Button, Die, Node, Role, Text, bold, code, dice
+from coterie.rulekit.pools import plural
 from coterie_v5 import rules
+from coterie_v5.odds import odds as exact_odds
+from coterie_v5.requests import (
+    Difficulty,
+    RerollRequest,
+    RouseRequest,
+    Side,
+    V5Request,
+    difficulty_text,
+    side_text,
+)
 
 NAME = "v5"
+
 
 # --- chat grammar -------------------------------------------------------------------------------
 
 POOL = Positional(
     "pool", "dice pool: Traits added, e.g. 3+4 (a penalty: 3+4-2)", kind="pool", required=True
 )
+
+
 HUNGER_SLOT = Positional(
     "hunger", f"Hunger 0-{rules.MAX_HUNGER} (default 0)", minimum=0, maximum=rules.MAX_HUNGER
 )
+
+
 DIFFICULTY_SLOT = Positional(
     "difficulty",
     f"Difficulty: successes needed, {rules.MIN_DIFFICULTY}-{rules.MAX_DIFFICULTY} "
@@ -35,6 +57,8 @@ DIFFICULTY_SLOT = Positional(
     minimum=rules.MIN_DIFFICULTY,
     maximum=rules.MAX_DIFFICULTY,
 )
+
+
 HUNGER = Option(
     "hunger",
     "int",
@@ -45,6 +69,8 @@ HUNGER = Option(
     compact=True,
     metavar="H",
 )
+
+
 DIFFICULTY = Option(
     "diff",
     "int",
@@ -56,14 +82,24 @@ DIFFICULTY = Option(
     compact=True,
     metavar="D",
 )
+
+
 SPECIALTY = Option(
     "spec", "flag", "a specialty applies: +1 die", aliases=("specialty",), key="specialty"
 )
+
+
 BONUS = Option("bonus", "int", "pool modifier: +N dice", minimum=1, maximum=50)
+
+
 PENALTY = Option("penalty", "int", "pool modifier: -N dice", minimum=1, maximum=50)
+
+
 AUTO = Option(
     "auto", "flag", "automatic win, no roll: the pool must be at least twice the Difficulty"
 )
+
+
 TEAM = Option(
     "team",
     "int",
@@ -73,8 +109,14 @@ TEAM = Option(
     maximum=20,
     compact=True,
 )
+
+
 HARDER = Option("harder", "int", "Difficulty modifier: +N", minimum=1, maximum=rules.MAX_DIFFICULTY)
+
+
 EASIER = Option("easier", "int", "Difficulty modifier: -N", minimum=1, maximum=rules.MAX_DIFFICULTY)
+
+
 EQUIP = Option(
     "equip",
     "word",
@@ -83,6 +125,8 @@ EQUIP = Option(
     aliases=("equipment",),
     metavar="QUALITY",
 )
+
+
 HALF = Option(
     "half",
     "int",
@@ -91,6 +135,8 @@ HALF = Option(
     maximum=1000,
     metavar="POOL",
 )
+
+
 SKILL = Option(
     "skill",
     "int",
@@ -99,12 +145,14 @@ SKILL = Option(
     maximum=10,
 )
 
+
 VERSUS = Grammar(
     usage="vs POOL [HUNGER] [spec] [bonus N] [penalty N]",
     positionals=(POOL, HUNGER_SLOT),
     options=(HUNGER, SPECIALTY, BONUS, PENALTY, DIFFICULTY),
     named_traits=rules.TRACKERS,
 )
+
 
 GRAMMAR = Grammar(
     usage="!roll POOL [HUNGER] [DIFFICULTY] [spec] [auto] [team N] [bonus N] [penalty N] "
@@ -129,6 +177,7 @@ GRAMMAR = Grammar(
     named_traits=rules.TRACKERS,
 )
 
+
 HOUSE_RULES = (
     HouseRule(
         "automatic_wins", True, "`auto` may take an automatic win when pool >= 2 x Difficulty"
@@ -142,124 +191,9 @@ HOUSE_RULES = (
     ),
 )
 
-# --- requests -----------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Side:
-    """One side's pool as asked for (the actor's, or the opposition's in a contest)."""
-
-    written: str  #: the pool as written, e.g. ``3+4-1`` or ``willpower 3``
-    traits: int  #: what the written pool adds up to
-    hunger: int = 0
-    specialty: bool = False
-    helpers: int = 0
-    bonus: int = 0
-    penalty: int = 0
-    #: the tracker rolled (``willpower``, ``humanity``, ``health``), if the pool is one
-    tracker: str | None = None
-
-    @property
-    def total(self) -> int:
-        """The pool before the one-die minimum."""
-        extra = rules.SPECIALTY_DICE if self.specialty else 0
-        return rules.teamwork_pool(self.traits, self.helpers) + extra + self.bonus - self.penalty
-
-    @property
-    def pool(self) -> int:
-        return rules.pool_size(self.total)
-
-    @property
-    def regular_dice(self) -> int:
-        return rules.hunger_split(self.pool, self.hunger)[0]
-
-    @property
-    def hunger_dice(self) -> int:
-        return rules.hunger_split(self.pool, self.hunger)[1]
-
-
-@dataclass(frozen=True)
-class Difficulty:
-    """How the Difficulty was set, and its modifiers."""
-
-    base: int
-    #: ``given``, ``default``, ``half`` (taking half) or ``skill`` (the opponent's Skill)
-    source: str = "given"
-    #: the opposing pool (``half``) or Skill (``skill``)
-    opposing: int | None = None
-    equipment: str | None = None
-    harder: int = 0
-    easier: int = 0
-
-    @property
-    def equipment_modifier(self) -> int:
-        return rules.EQUIPMENT.get(self.equipment or "good") or 0
-
-    @property
-    def value(self) -> int:
-        return self.base + self.equipment_modifier + self.harder - self.easier
-
-
-@dataclass(frozen=True)
-class V5Request:
-    """A roll: the actor's side, and either a Difficulty or (a contest) the opposition's side."""
-
-    actor: Side
-    difficulty: Difficulty | None
-    automatic: bool = False
-    versus: Side | None = None
-
-    @property
-    def dice(self) -> int:
-        own = 0 if self.automatic else self.actor.pool
-        return own + (self.versus.pool if self.versus is not None else 0)
-
-    def to_json(self) -> dict[str, Any]:
-        """A JSON-compatible form (kept in room state for ``!reroll``)."""
-        return asdict(self)
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> V5Request:
-        """The request :meth:`to_json` wrote; ``ValueError`` if ``data`` is not one."""
-        try:
-            difficulty = data["difficulty"]
-            versus = data["versus"]
-            request = cls(
-                actor=Side(**data["actor"]),
-                difficulty=None if difficulty is None else Difficulty(**difficulty),
-                automatic=bool(data["automatic"]),
-                versus=None if versus is None else Side(**versus),
-            )
-        except (KeyError, TypeError) as error:
-            raise ValueError(f"not a stored v5 roll: {error}") from None
-        if request.difficulty is None and request.versus is None:
-            raise ValueError("not a stored v5 roll: neither a Difficulty nor an opponent")
-        return request
-
-
-@dataclass(frozen=True)
-class RouseRequest:
-    """``checks`` rouse checks; ``hunger`` is the caller's Hunger when they gave it."""
-
-    checks: int = 1
-    hunger: int | None = None
-    #: the room's ``max_hunger``
-    max_hunger: int = rules.MAX_HUNGER
-
-
-@dataclass(frozen=True)
-class RerollRequest:
-    """A Willpower re-roll of some of the actor's regular dice of an earlier roll."""
-
-    base: V5Request
-    #: every face of the earlier roll, in the order rolled
-    faces: tuple[int, ...]
-    #: which of the actor's regular dice are re-rolled (indexes into them)
-    indexes: tuple[int, ...]
-    strategy: rules.Strategy
-
 
 Request = V5Request | RouseRequest | RerollRequest
+
 
 # --- outcomes -----------------------------------------------------------------------------------
 
@@ -388,6 +322,7 @@ class RouseOutcome(Outcome):
 
 AnyOutcome = V5Outcome | RouseOutcome
 
+
 # --- the variant --------------------------------------------------------------------------------
 
 #: state key of a player's last roll in a room (under the variant's namespace)
@@ -492,9 +427,8 @@ class V5Variant(Variant[Request, AnyOutcome]):
         return RouseRequest(checks=1 if checks is None else checks, hunger=hunger, max_hunger=most)
 
     def odds(self, request: Request, options: frozenset[str] = frozenset()) -> Distribution:
-        from coterie_v5.odds import odds
-
-        return odds(self, request, plan="reroll" in options)
+        require_rules(self, V5Variant)
+        return exact_odds(self, request, plan="reroll" in options)
 
     def dice_count(self, request: Request) -> int:
         if isinstance(request, RouseRequest):
@@ -798,52 +732,6 @@ def _face_nodes(
     if hunger:
         nodes += [Text(" | Hunger " if regular else "Hunger "), *dice(hunger)]
     return nodes
-
-
-def side_text(side: Side) -> str:
-    """``7 dice (3+4, +1 specialty), Hunger 2``."""
-    notes: list[str] = []
-    if side.written != str(side.pool) or side.tracker:
-        notes.append(side.written)
-    if side.specialty:
-        notes.append(f"+{rules.SPECIALTY_DICE} specialty")
-    if side.helpers:
-        notes.append(f"+{side.helpers} for {plural(side.helpers, 'helper')}")
-    if side.bonus:
-        notes.append(f"+{side.bonus} bonus")
-    if side.penalty:
-        notes.append(f"−{side.penalty} penalty")
-    if side.total < rules.MIN_POOL:
-        notes.append("a pool never falls below one die")
-    text = plural(side.pool, "dice") + (f" ({', '.join(notes)})" if notes else "")
-    if side.hunger:
-        text += f", Hunger {side.hunger}"
-    return text
-
-
-def difficulty_text(difficulty: Difficulty) -> str:
-    """``Difficulty 4 (half of 7: 3, +1 poor equipment)``."""
-    opposing = difficulty.opposing
-    origin = {
-        "given": "",
-        "default": "default",
-        "half": f"half of {opposing}",
-        "skill": f"opponent's Skill {opposing}"
-        + (f", at least {rules.MIN_OPPOSITION}" if (opposing or 0) < rules.MIN_OPPOSITION else ""),
-    }.get(difficulty.source, "")
-    mods: list[str] = []
-    if difficulty.equipment_modifier:
-        mods.append(f"+{difficulty.equipment_modifier} {difficulty.equipment} equipment")
-    if difficulty.harder:
-        mods.append(f"+{difficulty.harder} harder")
-    if difficulty.easier:
-        mods.append(f"−{difficulty.easier} easier")
-    if mods:
-        start = f"{origin}: {difficulty.base}" if origin else str(difficulty.base)
-        notes = ", ".join([start, *mods])
-    else:
-        notes = origin
-    return f"Difficulty {difficulty.value}" + (f" ({notes})" if notes else "")
 
 
 def _pairs_text(pairs: int) -> str:

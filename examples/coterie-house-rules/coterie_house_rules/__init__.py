@@ -7,8 +7,8 @@ from dataclasses import replace
 from typing import Any
 
 from coterie import hookimpl
-from coterie.elements import Role
-from coterie.rules import Variant
+from coterie.framework.variant import Variant
+from coterie.render.elements import Role
 from coterie_revised import RevisedOutcome, RevisedRequest, RevisedVariant
 from coterie_revised.rules import PoolRoll
 

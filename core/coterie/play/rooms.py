@@ -1,36 +1,36 @@
-"""Who runs a room and how it plays: ``!storyteller``, ``!set`` / ``!settings`` and ``!session``.
+"""Who runs a room and how it plays: ``!storyteller`` and ``!set`` / ``!settings``.
 
-Registered as a built-in plugin. Roles: a room's Storytellers are the platform user ids its config
+A built-in plugin. Roles: a room's Storytellers are the platform user ids its config
 lists (``storytellers = [...]`` under ``[defaults]`` or ``[rooms."KEY"]``), whoever ran
 ``!storyteller claim`` first (and those they added), and room administrators where the adapter can
 tell (``Message.admin``). A room with none of these is *open*: anyone may change its settings until
-someone claims it. Players can't change the settings of a claimed room.
-"""
+someone claims it. Players can't change the settings of a claimed room."""
 
 from __future__ import annotations
 
 import re
-import time
 from typing import Any
 
-from coterie.app import ROOM_SETTINGS, SESSIONS
-from coterie.commands import Command, CommandContext, new_roll_id
-from coterie.elements import BR, Node, Text, bold, code, italic
 from coterie.errors import UsageError
-from coterie.grammar import shorten, suggest, tokens
-from coterie.message import Message
-from coterie.rules import HouseRule
+from coterie.framework.app import ROOM_SETTINGS, SESSIONS
+from coterie.framework.commands import Command, CommandContext
+from coterie.framework.grammar import shorten, suggest, tokens
+from coterie.framework.message import Message
+from coterie.framework.variant import HouseRule
+from coterie.hookimpl import hookimpl
+from coterie.render.elements import BR, Node, Text, bold, code, italic
 
 #: state namespace of a room's chat-made roles: ``{"storytellers": {user id: name}}``
 ROLES = "coterie.roles"
-#: sessions kept in a room's history
-SESSION_HISTORY = 200
+
 
 STORYTELLER_USAGE = "!storyteller [claim | release | add @USER | remove @USER]"
+
+
 SET_USAGE = (
     "!set KEY VALUE (KEY: variant, prefix, difficulty or a house rule; VALUE `default` resets)"
 )
-SESSION_USAGE = "!session [start [TITLE] | end]"
+
 
 _SLACK_MENTION = re.compile(r"<@([A-Z0-9]+)(?:\|[^>]*)?>")
 
@@ -184,7 +184,11 @@ async def storyteller(ctx: CommandContext) -> list[Node]:
 # --- settings -------------------------------------------------------------------------------------
 
 _ON = {"on", "yes", "true", "1", "enable", "enabled"}
+
+
 _OFF = {"off", "no", "false", "0", "disable", "disabled"}
+
+
 _KEYS = {
     "variant": "variant",
     "prefix": "prefix",
@@ -307,90 +311,8 @@ async def settings_command(ctx: CommandContext) -> list[Node]:
     return await _settings_body(ctx)
 
 
-# --- sessions -------------------------------------------------------------------------------------
-
-
-async def session_command(ctx: CommandContext) -> list[Node]:
-    words = tokens(ctx.args)
-    action = words[0].lower() if words else ""
-    room = ctx.message.room_key
-    sessions: dict[str, Any] = await ctx.store.get(SESSIONS, room) or {}
-    current = sessions.get("current")
-    history: list[dict[str, Any]] = list(sessions.get("history", []))
-    prefix = ctx.settings.prefix
-    if not action:
-        if current is None:
-            return [
-                Text("No session is open. "),
-                code(f"{prefix}session start"),
-                Text(" opens one (the Storyteller)."),
-            ]
-        return [
-            Text("Session "),
-            code(current["id"]),
-            Text(_title(current)),
-            Text(f" open since {_when(current['started'])}, started by "),
-            bold(current.get("started_by_name", current["started_by"])),
-            Text("."),
-        ]
-    if action == "start":
-        await require_storyteller(ctx, "start a session")
-        if current is not None:
-            raise UsageError(
-                f"session {current['id']} is still open; end it with `{prefix}session end` first"
-            )
-        title = " ".join(words[1:])[:80] or None
-        current = {
-            "id": new_roll_id(),
-            "started": time.time(),
-            "started_by": ctx.message.user,
-            "started_by_name": ctx.message.display_name,
-            "title": title,
-        }
-        sessions["current"] = current
-        await ctx.store.set(SESSIONS, room, {"current": current, "history": history})
-        return [
-            Text("Session "),
-            code(current["id"]),
-            Text(_title(current)),
-            Text(
-                " starts. Rolls are logged under it; the first botch of each player is free "
-                "where the room's rules say so."
-            ),
-        ]
-    if action in ("end", "stop"):
-        await require_storyteller(ctx, "end a session")
-        if current is None:
-            raise UsageError("no session is open", usage=SESSION_USAGE)
-        if len(words) > 1:
-            raise UsageError("`end` takes nothing after it", usage=SESSION_USAGE)
-        ended = {**current, "ended": time.time()}
-        history = [*history, ended][-SESSION_HISTORY:]
-        await ctx.store.set(SESSIONS, room, {"current": None, "history": history})
-        return [
-            Text("Session "),
-            code(current["id"]),
-            Text(_title(current)),
-            Text(f" ends after {_duration(ended['ended'] - ended['started'])}."),
-        ]
-    raise UsageError(f"unknown `{shorten(action)}`", usage=SESSION_USAGE)
-
-
-def _title(session: dict[str, Any]) -> str:
-    return f" ({session['title']})" if session.get("title") else ""
-
-
-def _when(stamp: float) -> str:
-    return time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(stamp))
-
-
-def _duration(seconds: float) -> str:
-    minutes = int(seconds // 60)
-    return f"{minutes // 60} h {minutes % 60} min" if minutes >= 60 else f"{minutes} min"
-
-
-def commands() -> list[Command]:
-    """The commands of this module (listed by :mod:`coterie.builtins`)."""
+@hookimpl
+def coterie_commands() -> list[Command]:
     return [
         Command(
             name="storyteller",
@@ -416,15 +338,5 @@ def commands() -> list[Command]:
             summary="the room's rule set, prefix, difficulty and house rules",
             usage="!settings",
             handler=settings_command,
-        ),
-        Command(
-            name="session",
-            summary="start or end a game session (Storyteller)",
-            usage=SESSION_USAGE,
-            handler=session_command,
-            details=(
-                "Rolls are logged under the open session; the free first botch counts per "
-                "session. `coterie export` writes a session log."
-            ),
         ),
     ]

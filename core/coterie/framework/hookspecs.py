@@ -14,12 +14,12 @@ from typing import TYPE_CHECKING, Any
 import pluggy
 
 if TYPE_CHECKING:
-    from coterie.adapters import Adapter
-    from coterie.app import Coterie
-    from coterie.commands import Command
-    from coterie.elements import Reply
-    from coterie.message import Message
-    from coterie.rules import Outcome, Variant
+    from coterie.framework.adapter import Adapter
+    from coterie.framework.app import Coterie
+    from coterie.framework.commands import Command, CommandContext
+    from coterie.framework.message import Message
+    from coterie.framework.variant import Outcome, Variant
+    from coterie.render.elements import Reply
 
 hookspec = pluggy.HookspecMarker("coterie")
 
@@ -59,3 +59,10 @@ def coterie_after_roll(
 @hookspec
 def coterie_before_reply(app: Coterie, message: Message, reply: Reply) -> Awaitable[None] | None:
     """Called with every reply before an adapter sends it; may change ``reply`` in place."""
+
+
+@hookspec
+def coterie_roll_command(
+    ctx: CommandContext, usage: str | None
+) -> Awaitable[Reply | None] | Reply | None:
+    """Offered every roll command before it is read; return a reply to answer it yourself."""

@@ -19,7 +19,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from coterie.config import RateLimits
+from coterie.framework.config import RateLimits
 
 Clock = Callable[[], float]
 

@@ -22,11 +22,11 @@ from typing import TYPE_CHECKING, Any
 from aiohttp import web
 
 from coterie.errors import ConfigError
-from coterie.metrics import CONTENT_TYPE
+from coterie.framework.metrics import CONTENT_TYPE
 
 if TYPE_CHECKING:
-    from coterie.app import Coterie
-    from coterie.config import Config
+    from coterie.framework.app import Coterie
+    from coterie.framework.config import Config
 
 log = logging.getLogger("coterie.ops")
 

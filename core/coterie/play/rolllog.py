@@ -1,7 +1,8 @@
-"""The roll log in chat: ``!log [N | ID]`` and ``!stats [@USER]``. Registered as a built-in
-plugin (see :mod:`coterie.builtins`). Every roll is logged by
-:meth:`coterie.commands.CommandContext.roll`; a room's log is read only in that room (the query is
-always by the asking room's key) and by the bot's operator with ``coterie export``."""
+"""The roll log in chat: ``!log [N | ID]`` and ``!stats [@USER]``. A built-in plugin.
+
+Every roll is logged by :meth:`coterie.framework.commands.CommandContext.roll`; a room's log is read
+only in that room (the query is always by the asking room's key) and by the bot's operator with
+``coterie export``."""
 
 from __future__ import annotations
 
@@ -9,13 +10,14 @@ import re
 import time
 from collections import defaultdict
 
-from coterie.commands import Command, CommandContext
-from coterie.elements import BR, Node, Text, bold, code
 from coterie.errors import UsageError
-from coterie.grammar import shorten, tokens
-from coterie.pools import plural
-from coterie.rooms import is_mention, mention_key, names_person
-from coterie.state import RollRecord
+from coterie.framework.commands import Command, CommandContext
+from coterie.framework.grammar import shorten, tokens
+from coterie.hookimpl import hookimpl
+from coterie.play.rooms import is_mention, mention_key, names_person
+from coterie.render.elements import BR, Node, Text, bold, code
+from coterie.rulekit.pools import plural
+from coterie.storage.state import RollRecord
 
 LOG_USAGE = "!log [N | ROLL-ID]"
 STATS_USAGE = "!stats [@USER]"
@@ -146,8 +148,8 @@ def _user_line(rolls: list[RollRecord]) -> list[Node]:
     return line
 
 
-def commands() -> list[Command]:
-    """The commands of this module (listed by :mod:`coterie.builtins`)."""
+@hookimpl
+def coterie_commands() -> list[Command]:
     return [
         Command(
             name="log",

@@ -11,7 +11,7 @@ import json
 from datetime import UTC, datetime
 from typing import Any
 
-from coterie.state import RollRecord, StateStore
+from coterie.storage.state import RollRecord, StateStore
 
 #: the namespace of the sessions of each room (key: the room key)
 SESSIONS = "coterie.sessions"

@@ -28,10 +28,10 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, TextIO
 from urllib.parse import unquote, urlsplit
 
-from coterie.config import Config
+from coterie.framework.config import Config
 
 if TYPE_CHECKING:
-    from coterie.adapters import Adapter
+    from coterie.framework.adapter import Adapter
 
 REDACTED = "[redacted]"
 

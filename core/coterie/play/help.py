@@ -1,48 +1,15 @@
-"""Built-in behaviour, registered as an ordinary plugin: ``!roll``, ``!team``, ``!odds``, ``!help``
-and ``!variant``."""
+"""``!help`` and ``!variant``: the room's commands and rule set, registered as an ordinary
+plugin."""
 
 from __future__ import annotations
 
-from coterie.commands import Command, CommandContext, parse_requests, roll_reply
-from coterie.elements import BR, Code, Node, Reply, Text, bold, code, italic
 from coterie.errors import UsageError
-from coterie.grammar import localise, shorten, suggest
+from coterie.framework.commands import Command, CommandContext
+from coterie.framework.grammar import localise, shorten, suggest
 from coterie.hookimpl import hookimpl
-from coterie.odds import odds_reply, odds_usage
-
-ROLL_USAGE = "!roll POOL [DIFFICULTY] [options] [# comment]"
-TEAM_USAGE = (
-    "!team POOL [DIFFICULTY] [options]; POOL [DIFFICULTY] [options]; ... [# comment] | "
-    "!team start NAME [TARGET]"
-)
-ODDS_USAGE = "!odds POOL [DIFFICULTY] [options] [chart] [# comment]"
-
-
-async def roll(ctx: CommandContext) -> Reply:
-    return await roll_reply(ctx)
-
-
-async def odds(ctx: CommandContext) -> Reply:
-    return await odds_reply(ctx)
-
-
-async def team(ctx: CommandContext) -> Reply:
-    """Teamwork: each member rolls separately; the rule set adds up the result."""
-    from coterie import actions
-
-    words = ctx.args.split()
-    if words and words[0].lower() in actions.TEAM_WORDS:
-        return Reply(await actions.team_action(ctx))
-    requests = parse_requests(ctx, minimum=2, usage=TEAM_USAGE)
-    ctx.variant.check_team(requests)
-    outcomes = [await ctx.roll(request) for request in requests]
-    body: list[Node] = [bold(ctx.message.display_name)]
-    if ctx.line.comment:
-        body += [Text(" — "), italic(ctx.line.comment)]
-    for number, outcome in enumerate(outcomes, start=1):
-        body += [BR, Text(f"Member {number}: "), *outcome.render()]
-    body += [BR, *ctx.variant.team(outcomes)]
-    return Reply(body, meta={"variant": ctx.variant.name})
+from coterie.play.rooms import require_storyteller
+from coterie.render.elements import BR, Code, Node, Text, bold, code
+from coterie.rulekit.odds import odds_usage
 
 
 def help_command(ctx: CommandContext) -> list[Node]:
@@ -109,8 +76,6 @@ async def variant_command(ctx: CommandContext) -> list[Node]:
             f"Installed: {', '.join(sorted(variants))}.",
             usage="!variant [NAME]",
         )
-    from coterie.rooms import require_storyteller
-
     await require_storyteller(ctx, "switch the rule set")
     await ctx.app.update_room(ctx.message.room_key, store=ctx.store, variant=wanted)
     return [Text("This room now plays "), bold(variants[wanted].title), Text(f" ({wanted}).")]
@@ -118,40 +83,7 @@ async def variant_command(ctx: CommandContext) -> list[Node]:
 
 @hookimpl
 def coterie_commands() -> list[Command]:
-    from coterie import actions, rolllog, rooms
-
-    return [*_commands(), *rooms.commands(), *actions.commands(), *rolllog.commands()]
-
-
-def _commands() -> list[Command]:
     return [
-        Command(
-            name="roll",
-            aliases=("r",),
-            summary="roll a dice pool under the room's rules",
-            usage=ROLL_USAGE,
-            handler=roll,
-            details="Several rolls in one message are separated by `;`.",
-        ),
-        Command(
-            name="team",
-            summary="teamwork: several characters roll separately, per the room's rules",
-            usage=TEAM_USAGE,
-            handler=team,
-            details="Each roll between `;` is one member's own pool; pools are never merged.",
-        ),
-        Command(
-            name="odds",
-            summary="the exact chances of a roll, before you roll it",
-            usage=ODDS_USAGE,
-            handler=odds,
-            transaction=False,
-            details=(
-                "Written like !roll; nothing is rolled. Shows the chance of each result, the "
-                "most likely numbers of successes and the average; add `chart` for a bar chart. "
-                "Several rolls are separated by `;`."
-            ),
-        ),
         Command(
             name="help",
             summary="list the commands, or explain one",

@@ -1,9 +1,9 @@
 """Alembic's environment for coterie's schema.
 
-coterie runs it programmatically (:func:`coterie.sqlstore.upgrade`), handing over a synchronous
-connection of its async engine in ``config.attributes["connection"]`` (through ``run_sync``).
-Without one (e.g. ``alembic`` run by hand with ``sqlalchemy.url`` set), it opens an async engine
-for that URL itself.
+coterie runs it programmatically (:func:`coterie.storage.migrate.upgrade`), handing over a
+synchronous connection of its async engine in ``config.attributes["connection"]`` (through
+``run_sync``). Without one (e.g. ``alembic`` run by hand with ``sqlalchemy.url`` set), it opens an
+async engine for that URL itself.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import asyncio
 from alembic import context
 from sqlalchemy.engine import Connection
 
-from coterie.sqlstore import create_engine, metadata
+from coterie.storage.sql import create_engine, metadata
 
 config = context.config
 

@@ -19,9 +19,9 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from coterie.config import Limits, RateLimits
-from coterie.elements import BR, Code, Italic, LineBreak, Node, Reply, Text
-from coterie.encode import PLAIN, to_plain
+from coterie.framework.config import Limits, RateLimits
+from coterie.render.elements import BR, Code, Italic, LineBreak, Node, Reply, Text
+from coterie.render.encode import PLAIN, to_plain
 
 
 def limit_reply(reply: Reply, max_length: int) -> bool:

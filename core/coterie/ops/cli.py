@@ -16,15 +16,15 @@ from collections.abc import Sequence
 from typing import Any
 
 from coterie import __version__
-from coterie.config import Config, load_config
-from coterie.dice import DiceSource, FixedDice, SeededDice, SystemDice
-from coterie.elements import BR
-from coterie.encode import to_plain
+from coterie.dice.sources import DiceSource, FixedDice, SeededDice, SystemDice
 from coterie.errors import ConfigError, UsageError
-from coterie.grammar import Parsed, Pool, check_range
-from coterie.logs import setup_logging
-from coterie.odds import answer, chart_png, histogram
-from coterie.plugins import installed_plugins
+from coterie.framework.config import Config, load_config
+from coterie.framework.grammar import Parsed, Pool, check_range
+from coterie.framework.plugins import installed_plugins
+from coterie.ops.logs import setup_logging
+from coterie.render.elements import BR
+from coterie.render.encode import to_plain
+from coterie.rulekit.odds import answer, chart_png, histogram
 
 EXIT_USAGE = 2
 LOG_FORMAT_HELP = "log lines as text or one JSON object each (default: [logging] format)"
@@ -36,14 +36,14 @@ def _config(path: str | None) -> Config:
 
 
 def _app(config: Config, dice: DiceSource | None = None, store: Any = None) -> Any:
-    from coterie.app import Coterie
+    from coterie.framework.app import Coterie
 
     return Coterie(config, dice=dice, store=store)
 
 
 async def _open_store(config: Config) -> Any:
     """The config's state store (``[state]``; SQLite under ``data_dir`` by default), migrated."""
-    from coterie.sqlstore import open_store
+    from coterie.storage.migrate import open_store
 
     return await open_store(config)
 
@@ -92,7 +92,7 @@ def cmd_chat(args: argparse.Namespace) -> int:
 def cmd_run(args: argparse.Namespace) -> int:
     config = _config(args.config)
     setup_logging(config, log_format=args.log_format)
-    from coterie.ops import apply_port_offset, serve_ops
+    from coterie.ops.health import apply_port_offset, serve_ops
 
     port_offset = apply_port_offset(config)
     app = _app(config)
@@ -163,8 +163,14 @@ def cmd_config_check(args: argparse.Namespace) -> int:
 
 
 def cmd_db(args: argparse.Namespace) -> int:
-    from coterie.sqlstore import current, display_url, head_revision, is_memory_url, sqlite_file
-    from coterie.sqlstore import upgrade as upgrade_db
+    from coterie.storage.migrate import (
+        current,
+        display_url,
+        head_revision,
+        is_memory_url,
+        sqlite_file,
+    )
+    from coterie.storage.migrate import upgrade as upgrade_db
 
     config = _config(args.config)
     url = config.database_url()
@@ -192,8 +198,9 @@ def cmd_db(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from coterie.export import room_log, to_json, to_markdown
-    from coterie.sqlstore import SQLStore, display_url, sqlite_file
+    from coterie.ops.export import room_log, to_json, to_markdown
+    from coterie.storage.migrate import display_url, sqlite_file
+    from coterie.storage.sql import SQLStore
 
     config = _config(args.config)
     url = config.database_url()

@@ -1,0 +1,486 @@
+"""The application object: plugins, variants, commands, state, and the one message path that every
+adapter (console, Slack, Telegram, Matrix) goes through: :meth:`Coterie.handle`."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+import time
+from collections.abc import Sequence
+from typing import Any, NamedTuple
+
+from coterie.dice.sources import DiceSource, SystemDice
+from coterie.errors import ConfigError, UsageError
+from coterie.framework.adapter import Adapter
+from coterie.framework.commands import Command, CommandContext, new_roll_id
+from coterie.framework.config import Config
+from coterie.framework.grammar import CommandLine, localise, shorten, split_command, suggest
+from coterie.framework.limits import limit_reply
+from coterie.framework.message import Message
+from coterie.framework.metrics import Metrics
+from coterie.framework.plugins import PluginHost
+from coterie.framework.ratelimit import RateLimiter, describe_wait
+from coterie.framework.replies import check_elements, error_reply, localise_buttons
+from coterie.framework.variant import RoomSettings, Variant
+from coterie.render.elements import (
+    Reply,
+    Text,
+    roll_footer,
+)
+from coterie.retry import Backoff
+from coterie.storage.state import AmbientStore, MemoryStore, StateStore, Transaction
+
+log = logging.getLogger("coterie")
+#: one line per answered command: ids, command, duration — never the message text
+chat_log = logging.getLogger("coterie.chat")
+
+#: state namespace of room settings changed from chat (``!set``, ``!variant NAME``)
+ROOM_SETTINGS = "coterie.rooms"
+#: rooms whose merged settings :meth:`Coterie.room_settings` keeps (oldest dropped first)
+SETTINGS_MEMO_SIZE = 1024
+#: state namespace of a room's sessions: ``{"current": {...} | None, "history": [...]}``
+SESSIONS = "coterie.sessions"
+
+
+class Coterie:
+    """One bot: its config, plugins, rule sets, commands and state."""
+
+    def __init__(
+        self,
+        config: Config,
+        *,
+        host: PluginHost | None = None,
+        dice: DiceSource | None = None,
+        store: StateStore | None = None,
+    ) -> None:
+        self.config = config
+        if host is None:
+            host = PluginHost()
+            host.load(config.plugins.enable)
+        self.host = host
+        self.dice: DiceSource = dice or SystemDice()
+        self._state = AmbientStore(store or MemoryStore())
+        self.variants: dict[str, Variant[Any, Any]] = {}
+        self.commands: list[Command] = []
+        self.adapter_classes: dict[str, type[Adapter]] = {}
+        #: per-user and per-room token buckets (``[limits.rate]``); tests may swap its clock
+        self.rate_limiter = RateLimiter(config.limits.rate)
+        #: Prometheus counters and the latency histogram (``/metrics``, :mod:`coterie.ops`)
+        self.metrics = Metrics()
+        #: chat-made room settings changes so far (``handle`` re-reads settings after one)
+        self._room_writes = 0
+        #: room key → (stored chat changes, config, the settings merged from them), bounded
+        self._settings_memo: dict[str, tuple[dict[str, Any], Config, RoomSettings]] = {}
+        self._collect()
+        self._check_config()
+
+    @property
+    def state(self) -> AmbientStore:
+        """The state store (see :class:`coterie.state.AmbientStore`): inside a command, reads
+        and writes join the command's transaction."""
+        return self._state
+
+    @state.setter
+    def state(self, store: StateStore) -> None:
+        self._state = store if isinstance(store, AmbientStore) else AmbientStore(store)
+
+    # --- plugins -----------------------------------------------------------------------------
+
+    def _listed(self, hook: str) -> list[tuple[str, list[Any]]]:
+        """Each plugin's result of a list-returning hook. A result that is not iterable, or whose
+        iteration raises (a generator hook), is that plugin's failure, not the app's. Results come
+        in registration order, so on a duplicate name the plugin loaded first keeps it."""
+        order = {name: index for index, name in enumerate(self.host.plugin_names)}
+        results: list[tuple[str, list[Any]]] = []
+        for plugin, value in self.host.call(hook):
+            try:
+                results.append((plugin, list(value)))
+            except Exception as error:
+                self.host._fail(plugin, hook, error)
+        return sorted(results, key=lambda pair: order.get(pair[0], len(order)))
+
+    def _collect(self) -> None:
+        for plugin, variants in self._listed("coterie_variants"):
+            for variant in variants:
+                if not isinstance(variant, Variant):
+                    self._bad(plugin, "coterie_variants", f"{variant!r} is not a Variant")
+                elif variant.name in self.variants:
+                    self._bad(plugin, "coterie_variants", f"variant {variant.name!r} exists")
+                else:
+                    self.variants[variant.name] = variant
+        for plugin, commands in self._listed("coterie_commands"):
+            for command in commands:
+                if not isinstance(command, Command):
+                    self._bad(plugin, "coterie_commands", f"{command!r} is not a Command")
+                    continue
+                clash = next((c for c in self.commands if c.clashes_with(command)), None)
+                if clash is not None:
+                    self._bad(
+                        plugin,
+                        "coterie_commands",
+                        f"command {command.name!r} is taken by plugin {clash.plugin!r}",
+                    )
+                    continue
+                self.commands.append(command if command.plugin else _with_plugin(command, plugin))
+        for plugin, classes in self._listed("coterie_adapters"):
+            for cls in classes:
+                if not (isinstance(cls, type) and issubclass(cls, Adapter)):
+                    self._bad(plugin, "coterie_adapters", f"{cls!r} is not an Adapter class")
+                elif cls.name in self.adapter_classes:
+                    self._bad(plugin, "coterie_adapters", f"adapter {cls.name!r} exists")
+                else:
+                    self.adapter_classes[cls.name] = cls
+
+    def _bad(self, plugin: str, hook: str, problem: str) -> None:
+        self.host._fail(plugin, hook, TypeError(problem))
+
+    def _check_config(self) -> None:
+        names = ", ".join(sorted(self.variants)) or "none"
+        tables = [("defaults", self.config.defaults)] + [
+            (f'rooms."{key}"', room) for key, room in self.config.rooms.items()
+        ]
+        for where, room in tables:
+            if room.variant is not None and room.variant not in self.variants:
+                raise ConfigError(
+                    f"{where}.variant: unknown variant {room.variant!r}; installed: {names}"
+                )
+        declared = {rule.name: rule for v in self.variants.values() for rule in v.house_rules}
+        for where, room in tables:
+            for rule, setting in room.house_rules.items():
+                if rule not in declared:
+                    close = suggest(rule, sorted(declared))
+                    known = f"did you mean {close!r}?" if close else "no rule set declares it"
+                    raise ConfigError(f"{where}.house_rules.{rule}: unknown house rule ({known})")
+                try:
+                    declared[rule].check(setting)
+                except ValueError as error:
+                    raise ConfigError(f"{where}.house_rules.{rule}: {error}") from None
+            variant = self.variants.get(room.variant or self.config.default_variant)
+            low, high = variant.difficulty_range if variant else (1, 30)
+            value = room.default_difficulty
+            if variant is not None and value is not None and not low <= value <= high:
+                raise ConfigError(
+                    f"{where}.default_difficulty: {value} is outside {variant.name}'s "
+                    f"difficulties {low}-{high}"
+                )
+        for name in self.config.enabled_adapters():
+            if name not in self.adapter_classes:
+                installed = ", ".join(sorted(self.adapter_classes)) or "none"
+                raise ConfigError(
+                    f"adapters.{name}: no such adapter is loaded; loaded adapters: {installed}"
+                )
+            self.adapter_classes[name].check_settings(self.config.adapters[name])
+
+    # --- lifecycle ---------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        await self.host.call_async("coterie_startup", app=self)
+
+    async def stop(self) -> None:
+        await self.host.call_async("coterie_shutdown", app=self)
+        await self.state.close()
+
+    async def run_adapters(self, names: Sequence[str] | None = None) -> None:
+        """Run adapters side by side until every one has finished. A crashed adapter is
+        restarted with exponential back-off; it never takes the others down."""
+        chosen = list(names) if names is not None else self.config.enabled_adapters()
+        await asyncio.gather(*(self._supervise(name) for name in chosen))
+
+    #: seconds before the first restart of a crashed adapter (doubling up to ``max_delay``)
+    restart_delay = 1.0
+
+    async def _supervise(self, name: str, *, max_delay: float = 60.0) -> None:
+        cls = self.adapter_classes[name]
+        backoff = Backoff(initial=self.restart_delay, maximum=max_delay)
+        while True:
+            adapter = cls(self, self.config.adapters.get(name, {}))
+            self.metrics.adapter_started(name, adapter)
+            started = time.monotonic()
+            try:
+                await adapter.run()
+                return
+            except asyncio.CancelledError:
+                await adapter.stop()
+                raise
+            except Exception:
+                if time.monotonic() - started >= max_delay:
+                    backoff.reset()  # it ran well for a while: start the back-off anew
+                delay = backoff.next()
+                log.exception("adapter %s crashed; restarting in %.3f s", name, delay)
+                await asyncio.sleep(delay)
+
+    # --- rooms -------------------------------------------------------------------------------
+
+    async def room_settings(
+        self, room_key: str, *, store: StateStore | Transaction | None = None
+    ) -> RoomSettings:
+        """Settings in force: config ``[defaults]``, then ``[rooms."KEY"]``, then chat changes.
+
+        A configured ``default_difficulty`` belongs to the rule set its table configures (a
+        difficulty means different things in different rule sets): a room that switched to
+        another rule set uses that one's own default.
+
+        The merge is memoised per room on the stored changes it was made from (compared on every
+        call), so a change from any process sharing the store shows at once: only the store read
+        is done per call, and with :class:`~coterie.state.MemoryStore` that costs a copy."""
+        source = store if store is not None else self.state
+        stored = await source.get(ROOM_SETTINGS, room_key) or {}
+        memo = self._settings_memo.get(room_key)
+        if memo is not None and memo[1] is self.config and memo[0] == stored:
+            return memo[2]
+        settings = self._merge_settings(room_key, dict(stored))
+        if len(self._settings_memo) >= SETTINGS_MEMO_SIZE:
+            self._settings_memo.pop(next(iter(self._settings_memo)))
+        self._settings_memo[room_key] = (stored, self.config, settings)
+        return settings
+
+    def _merge_settings(self, room_key: str, stored: dict[str, Any]) -> RoomSettings:
+        merged: dict[str, Any] = {"variant": self.config.default_variant, "prefix": "!"}
+        difficulty_for: str | None = None
+        house: dict[str, bool | int] = {}
+        for room in (self.config.defaults, self.config.rooms.get(room_key)):
+            if room is None:
+                continue
+            for key in ("variant", "prefix", "default_difficulty"):
+                value = getattr(room, key)
+                if value is not None:
+                    merged[key] = value
+            if room.default_difficulty is not None:
+                difficulty_for = merged["variant"]
+            house.update(room.house_rules)
+        house.update(stored.pop("house_rules", {}))
+        merged.update({k: v for k, v in stored.items() if k in ("variant", "prefix")})
+        if stored.get("default_difficulty") is not None:
+            merged["default_difficulty"] = stored["default_difficulty"]
+            difficulty_for = stored.get("difficulty_for")
+        if merged["variant"] not in self.variants:
+            merged["variant"] = self.config.default_variant
+        if merged["variant"] != difficulty_for:
+            merged.pop("default_difficulty", None)
+        return RoomSettings(house_rules=house, **merged)
+
+    async def update_room(
+        self, room_key: str, *, store: StateStore | Transaction | None = None, **changes: Any
+    ) -> None:
+        """Persist a chat-made change to a room's settings (through ``store``: a command's
+        transaction, by default the app's store). A value of ``None`` removes the change."""
+        target = store if store is not None else self.state
+        self._room_writes += 1
+        stored = await target.get(ROOM_SETTINGS, room_key) or {}
+        stored.update(changes)
+        stored = {k: v for k, v in stored.items() if v is not None}
+        await target.set(ROOM_SETTINGS, room_key, stored)
+
+    # --- the message path --------------------------------------------------------------------
+
+    def find_command(self, word: str, variant: str, args: str | None = None) -> Command | None:
+        """The command called ``word`` in a room on ``variant`` (variant-specific ones first),
+        for ``args`` when given (see :attr:`Command.applies`)."""
+        matches = [
+            c
+            for c in self.commands
+            if word in c.names and c.available_in(variant) and c.takes(args)
+        ]
+        matches.sort(key=lambda c: not c.variants)
+        return matches[0] if matches else None
+
+    def room_commands(self, variant: str) -> list[Command]:
+        seen: dict[str, Command] = {}
+        for command in sorted(self.commands, key=lambda c: not c.variants):
+            if command.available_in(variant):
+                seen.setdefault(command.name, command)
+        return sorted(seen.values(), key=lambda c: c.name)
+
+    async def handle(self, message: Message) -> Reply | None:
+        """Answer one message: a :class:`Reply`, or ``None`` when the message is not for the bot.
+        Every reply, errors included, passes ``coterie_before_reply`` on its way out.
+
+        Commands for the bot (not ordinary talk) are rate limited per user and per room
+        (``[limits.rate]``): over the limit, one "slow down" reply, then silence. Every reply is
+        cut to ``limits.max_reply_length``. Each answered command logs one INFO line on
+        ``coterie.chat`` with the platform, room and user ids, the command and the duration —
+        never the message text."""
+        started = time.perf_counter()
+        # the room's settings are read once per message (and again only when the command changed
+        # them, for the buttons below): with a database store each read is a query
+        settings = await self.room_settings(message.room_key)
+        route = self._route(message, settings)
+        command = _command_name(route)
+        reply: Reply | None = None
+        limited = False
+        writes = self._room_writes
+        if command is not None:
+            verdict = self.rate_limiter.check(
+                message.platform, message.room_key, message.user, command
+            )
+            limited = not verdict.allowed
+            if limited and verdict.warn:
+                reply = error_reply(
+                    f"slow down, please: too many commands from "
+                    f"{'you' if verdict.scope == 'user' else 'this room'} just now. "
+                    f"Try again in {describe_wait(verdict.retry_after)}."
+                )
+                reply.ephemeral = True
+        if not limited:
+            reply = await self._answer(message, route)
+        if reply is not None:
+            if self._room_writes != writes:  # the command changed room settings (`!set prefix`)
+                settings = await self.room_settings(message.room_key)
+            if settings.prefix != "!":  # buttons are written with "!": only another prefix
+                reply.body = [localise_buttons(node, settings.prefix) for node in reply.body]
+            await self.host.call_async(
+                "coterie_before_reply", app=self, message=message, reply=reply
+            )
+            limit_reply(reply, self.config.limits.max_reply_length)
+        if command is not None:
+            self.metrics.observe(
+                platform=message.platform,
+                command=command,
+                seconds=time.perf_counter() - started,
+                error=reply is not None and reply.is_error,
+            )
+            chat_log.log(
+                logging.INFO if reply is not None else logging.DEBUG,
+                "command %s",
+                command,
+                extra={
+                    "platform": message.platform,
+                    "room": message.room,
+                    "user": message.user,
+                    "command": command,
+                    "duration_ms": round((time.perf_counter() - started) * 1000, 2),
+                    "error": reply is not None and reply.is_error,
+                    "rate_limited": limited,
+                },
+            )
+        return reply
+
+    def _route(self, message: Message, settings: RoomSettings) -> _Route | None:
+        """Where a message goes in a room with ``settings``: ``None`` for ordinary talk, else its
+        command line and the command it calls (``None`` for an unknown one)."""
+        text = message.text
+        variant = self.variants[settings.variant]
+        prefixes = (settings.prefix, *variant.extra_prefixes)
+        if message.addressed and not text.lstrip().startswith(prefixes):
+            text = settings.prefix + text.lstrip()
+        if not text.lstrip().startswith(prefixes):
+            return None
+        too_long = len(text) > self.config.limits.max_message_length
+        # an over-long message is not parsed: its first words only serve to name the command
+        line = split_command(text[:200] if too_long else text, prefixes)
+        if line is None:
+            return None
+        command = self.find_command(line.command, variant.name, line.args)
+        if command is None and line.prefix != settings.prefix:
+            return None  # "?what now" in a room where "?" also works: ordinary talk, not for us
+        return _Route(settings, variant, text, too_long, line, command)
+
+    async def _answer(self, message: Message, route: _Route | None = None) -> Reply | None:
+        if route is None:
+            route = self._route(message, await self.room_settings(message.room_key))
+            if route is None:
+                return None
+        settings, variant, text, too_long, line, command = route
+        limits = self.config.limits
+        if too_long:
+            return error_reply(
+                f"that message is {len(text)} characters long; "
+                f"commands may be at most {limits.max_message_length}",
+                usage=localise(command.usage, settings.prefix) if command else None,
+            )
+        if command is None:
+            return self._unknown_command(line, settings)
+        if line.comment is not None and len(line.comment) > limits.max_comment_length:
+            return error_reply(
+                f"that comment is {len(line.comment)} characters long; "
+                f"comments may be at most {limits.max_comment_length}",
+                usage=localise(command.usage, settings.prefix),
+            )
+        context = CommandContext(self, message, line, settings, variant, self.dice)
+        return await self._run(command, context)
+
+    def _unknown_command(self, line: CommandLine, settings: RoomSettings) -> Reply:
+        names = [name for c in self.room_commands(settings.variant) for name in c.names]
+        close = suggest(line.command, names)
+        hint = (
+            f"Did you mean `{settings.prefix}{close}`?"
+            if close
+            else f"`{settings.prefix}help` lists the commands."
+        )
+        return error_reply(
+            f"unknown command `{settings.prefix}{shorten(line.command)}`.", hint=hint
+        )
+
+    async def _run(self, command: Command, context: CommandContext) -> Reply:
+        """Run a command; a command that may change state runs in one transaction of its room:
+        all of its changes land, or (on an error reply) none."""
+        try:
+            if command.transaction:
+                room = context.message.room_key
+                async with self.state.transaction(lock=room) as tx:
+                    context.tx = tx
+                    context.session = await current_session(tx, room)
+                    reply = await self._call(command, context)
+            else:
+                reply = await self._call(command, context)
+        except UsageError as error:
+            usage = localise(error.usage or command.usage, context.settings.prefix)
+            return error_reply(error.message, usage=usage, hint=error.hint)
+        except Exception:
+            incident = new_roll_id()
+            log.exception(
+                "command %s (plugin %s) failed; incident %s",
+                command.name,
+                command.plugin or "?",
+                incident,
+            )
+            return error_reply(
+                f"something went wrong while running `{context.settings.prefix}{command.name}` "
+                f"(incident {incident}). The bot keeps working."
+            )
+        if context.roll_id is not None:
+            reply.meta.setdefault("roll_id", context.roll_id)
+            reply.body += roll_footer(context.roll_id)
+        return reply
+
+    async def _call(self, command: Command, context: CommandContext) -> Reply:
+        result = command.handler(context)
+        if inspect.isawaitable(result):
+            result = await result
+        reply = result if isinstance(result, Reply) else Reply(list(result))
+        reply.body = [Text(node) if isinstance(node, str) else node for node in reply.body]
+        check_elements(reply.body)
+        return reply
+
+
+async def current_session(store: StateStore | Transaction, room_key: str) -> str | None:
+    """The id of the session open in a room (``!session start``), if any."""
+    sessions = await store.get(SESSIONS, room_key) or {}
+    current = sessions.get("current")
+    return str(current["id"]) if current else None
+
+
+class _Route(NamedTuple):
+    """A message for the bot, as :meth:`Coterie._route` read it."""
+
+    settings: RoomSettings
+    variant: Variant[Any, Any]
+    text: str
+    too_long: bool
+    line: CommandLine
+    command: Command | None
+
+
+def _command_name(route: _Route | None) -> str | None:
+    """The command a message calls, ``(unknown)`` for an unknown one with the room's prefix,
+    ``None`` for ordinary talk (the name rate limits, metrics and the chat log use)."""
+    if route is None:
+        return None
+    return route.command.name if route.command is not None else "(unknown)"
+
+
+def _with_plugin(command: Command, plugin: str) -> Command:
+    from dataclasses import replace
+
+    return replace(command, plugin=plugin)

@@ -1,0 +1,262 @@
+"""Chat commands: the :class:`Command` record plugins return, and the context a handler gets."""
+
+from __future__ import annotations
+
+import logging
+import secrets
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from coterie.dice.sources import DiceSource
+from coterie.errors import UsageError
+from coterie.framework.grammar import CommandLine, Parsed, parse, tokens
+from coterie.framework.message import Message
+from coterie.framework.variant import Outcome, RollContext, RoomSettings, Variant
+from coterie.render.elements import Node, Reply
+from coterie.storage.state import RollRecord, RoomState, StateStore, Transaction
+
+if TYPE_CHECKING:
+    from coterie.framework.app import Coterie
+
+log = logging.getLogger("coterie")
+
+#: the largest pool whose expected successes are worked out for the roll log at roll time
+EXPECTED_MAX_DICE = 40
+
+
+@dataclass
+class CommandContext:
+    """Everything a command handler may use."""
+
+    app: Coterie
+    message: Message
+    line: CommandLine
+    settings: RoomSettings
+    variant: Variant[Any, Any]
+    dice: DiceSource
+    #: the room's transaction this command runs in (see :meth:`Coterie._run`), if any
+    tx: Transaction | None = None
+    #: the id of this command's rolls in the roll log, once something was rolled
+    roll_id: str | None = None
+    #: the session open in the room, if any (its id)
+    session: str | None = None
+    rolls: int = 0
+
+    @property
+    def args(self) -> str:
+        return self.line.args
+
+    @property
+    def store(self) -> StateStore | Transaction:
+        """Where this command reads and writes: its transaction, or the store itself."""
+        return self.tx if self.tx is not None else self.app.state
+
+    def state(self, owner: str) -> RoomState:
+        """This room's key-value state, namespaced by ``owner`` (use your plugin's name). Inside
+        a command it reads and writes through the command's transaction: all of a command's
+        changes land together, and none of them when it answers with an error."""
+        return RoomState(self.store, owner, self.message.room_key)
+
+    async def roll(self, request: Any) -> Outcome:
+        """Roll a request of the room's variant the way ``!roll`` does: draw the faces, evaluate,
+        settle room rules (e.g. a free botch), log it in the roll log, and notify
+        ``coterie_after_roll``. Commands that roll should always come through here."""
+        variant = self.variant
+        outcome: Outcome = variant.roll(request, self.dice)
+        context = RollContext(
+            settings=self.settings,
+            user=self.message.user,
+            room=self.message.room_key,
+            state=self.state(f"variant.{variant.name}"),
+            session=self.session,
+        )
+        outcome = await variant.settle(outcome, context)
+        await self._log(request, outcome)
+        await self.app.host.call_async(
+            "coterie_after_roll",
+            app=self.app,
+            message=self.message,
+            variant=variant,
+            outcome=outcome,
+        )
+        return outcome
+
+    async def _log(self, request: Any, outcome: Outcome) -> None:
+        if self.roll_id is None:
+            self.roll_id = new_roll_id()
+        self.rolls += 1
+        record = RollRecord(
+            id=self.roll_id if self.rolls == 1 else f"{self.roll_id}-{self.rolls}",
+            room=self.message.room_key,
+            user=self.message.user,
+            display_name=self.message.display_name,
+            variant=self.variant.name,
+            request=shorten_request(self.message.text),
+            faces=list(outcome.faces),
+            outcome=outcome.outcome,
+            successes=outcome.successes,
+            botch=self.variant.is_botch(outcome),
+            expected=expected_successes(self.variant, request),
+            session=self.session,
+            detail=outcome.as_json(),
+        )
+        await self.store.log_roll(record)
+
+
+def shorten_request(text: str, limit: int = 300) -> str:
+    """The command as written, for the roll log (bounded)."""
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+#: requests whose expected successes :func:`expected_successes` keeps (oldest dropped first)
+EXPECTED_CACHE_SIZE = 4096
+_expected_cache: dict[tuple[type, str, Any], float | None] = {}
+
+
+def expected_successes(variant: Variant[Any, Any], request: Any) -> float | None:
+    """The mean ``successes`` of ``request`` from the odds engine, when it can tell cheaply.
+
+    Remembered per (rule set, request) for requests that can be hashed (every built-in rule
+    set's): the odds engine caches its tables, but wrapping one up into a distribution for the
+    request still costs tens of microseconds, on every roll."""
+    try:
+        key = (type(variant), variant.name, request)
+        return _expected_cache[key]
+    except TypeError:  # an unhashable request: worked out every time
+        return _expected(variant, request)
+    except KeyError:
+        pass
+    value = _expected(variant, request)
+    if len(_expected_cache) >= EXPECTED_CACHE_SIZE:
+        _expected_cache.pop(next(iter(_expected_cache)))
+    _expected_cache[key] = value
+    return value
+
+
+def _expected(variant: Variant[Any, Any], request: Any) -> float | None:
+    try:
+        if variant.dice_count(request) > EXPECTED_MAX_DICE:
+            return None
+        distribution = variant.odds(request)
+    except Exception:  # a rule set without odds, or odds for this request: not an error
+        return None
+    return distribution.successes_sum() / distribution.total
+
+
+def parse_requests(
+    ctx: CommandContext,
+    *,
+    minimum: int = 1,
+    usage: str | None = None,
+    prepare: Callable[[Parsed], None] | None = None,
+) -> list[Any]:
+    """Every ``;``-separated roll of the message, parsed with the room's rule set and checked
+    against the limits before anything is rolled: one bad roll means none is rolled. Errors show
+    ``usage`` (default: the rule set's ``!roll`` usage; the app adapts a leading ``!`` to the
+    room's prefix). ``prepare`` may adjust each parsed roll before the rule set builds it (an
+    extended action fills in its target and progress)."""
+    variant = ctx.variant
+    limits = ctx.app.config.limits
+    usage = usage or variant.grammar.usage
+    segments = ctx.args.split(";")
+    if not ctx.args.strip():
+        raise UsageError("what should I roll? Give at least a dice pool.", usage=usage)
+    if len(segments) < minimum:
+        raise UsageError(f"give at least {minimum} rolls separated by `;`", usage=usage)
+    if len(segments) > limits.max_rolls_per_message:
+        raise UsageError(
+            f"that is {len(segments)} rolls in one message; at most "
+            f"{limits.max_rolls_per_message} are allowed",
+            usage=usage,
+        )
+    requests: list[Any] = []
+    for segment in segments:
+        words = tokens(segment)
+        if not words:
+            raise UsageError("one of the rolls between `;` is empty", usage=usage)
+        try:
+            parsed = parse(words, variant.grammar, max_options=limits.max_options)
+            parsed.comment = ctx.line.comment
+            if prepare is not None:
+                prepare(parsed)
+            request = variant.build(parsed, ctx.settings)
+        except UsageError as error:
+            if error.usage in (None, variant.grammar.usage):
+                error.usage = usage
+            raise
+        count = variant.dice_count(request)
+        if count > limits.max_dice:
+            raise UsageError(
+                f"that is {count} dice; a roll may have at most {limits.max_dice}", usage=usage
+            )
+        requests.append(request)
+    return requests
+
+
+async def roll_reply(ctx: CommandContext, *, usage: str | None = None) -> Reply:
+    """What ``!roll`` does: parse every roll, roll each through :meth:`CommandContext.roll`, lay
+    the reply out with the rule set's ``compose``. A rule set's own roll command (laia's
+    ``?throw``) calls this with its usage line."""
+    taken = await ctx.app.host.first_result("coterie_roll_command", ctx=ctx, usage=usage)
+    if taken is not None:  # a plugin answers this roll itself (play's `for NAME`, `retry NAME`)
+        return taken  # type: ignore[no-any-return]
+    requests = parse_requests(ctx, usage=usage)
+    outcomes = [await ctx.roll(request) for request in requests]
+    body = ctx.variant.compose(outcomes, ctx.message.display_name, ctx.line.comment)
+    return Reply(body, meta={"variant": ctx.variant.name})
+
+
+def new_roll_id() -> str:
+    """A short random id for a roll (or an incident), e.g. ``k3f9qz``."""
+    alphabet = "abcdefghijkmnpqrstuvwxyz23456789"  # 32 symbols: one per 5 random bits
+    bits = int.from_bytes(secrets.token_bytes(4))
+    return "".join(alphabet[(bits >> (5 * i)) & 31] for i in range(6))
+
+
+Result = Reply | list[Node]
+Handler = Callable[[CommandContext], Awaitable[Result] | Result]
+
+
+@dataclass(frozen=True)
+class Command:
+    """A chat command. ``variants`` limits it to rooms on those rule sets (empty: every room)."""
+
+    name: str
+    summary: str
+    usage: str
+    handler: Handler
+    aliases: tuple[str, ...] = ()
+    variants: tuple[str, ...] = ()
+    #: longer help shown by ``!help NAME``
+    details: str = ""
+    #: set by the plugin host: which plugin provided it
+    plugin: str = field(default="", compare=False)
+    #: run in one transaction of the room's state (all its changes or none, one command per
+    #: room at a time); off for commands that only read, so slow work holds no lock
+    transaction: bool = True
+    #: for a command limited to some rule sets: whether it takes these arguments; one that
+    #: declines leaves them to the unrestricted command of the same name (d6's ``!contest POOL
+    #: vs POOL`` declines ``!contest @user ...``, which play's contest between users answers)
+    applies: Callable[[str], bool] | None = field(default=None, compare=False)
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return (self.name, *self.aliases)
+
+    def available_in(self, variant: str) -> bool:
+        return not self.variants or variant in self.variants
+
+    def takes(self, args: str | None) -> bool:
+        """Whether this command answers ``args`` (``None``: any arguments, e.g. for ``!help``)."""
+        return args is None or self.applies is None or self.applies(args)
+
+    def clashes_with(self, other: Command) -> bool:
+        """Both would answer the same word in the same room. (A command restricted to some rule
+        sets may reuse the name of an unrestricted one: it takes over in those rooms.)"""
+        if not set(self.names) & set(other.names):
+            return False
+        if not self.variants or not other.variants:
+            return not self.variants and not other.variants
+        return bool(set(self.variants) & set(other.variants))

@@ -1,0 +1,260 @@
+"""Finding, loading and calling plugins.
+
+Plugins are entry points in the ``coterie`` group. Only those the config enables are imported; an
+unknown name is a :class:`~coterie.errors.ConfigError` that lists the installed ones. A plugin that
+fails to import, or whose hook raises, is logged with its name and skipped: the others go on.
+
+coterie's own chat features (``!roll``, ``!help``, rooms, sessions, extended actions, teamwork,
+contests, the roll log: the :mod:`coterie.play` package) are plugins of the same kind, entry points
+in the ``coterie.builtins`` group of the ``coterie`` distribution, always loaded and first. The
+framework finds them the way it finds any plugin; it never imports them by name.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import contextvars
+import functools
+import inspect
+import logging
+import threading
+import time
+from collections import Counter, deque
+from collections.abc import Sequence
+from dataclasses import dataclass
+from importlib.metadata import EntryPoint, entry_points
+from typing import Any
+
+import pluggy
+
+from coterie.errors import ConfigError
+from coterie.framework import hookspecs
+
+log = logging.getLogger("coterie.plugins")
+
+ENTRY_POINT_GROUP = "coterie"
+#: coterie's own always-on plugins (only the ``coterie`` distribution's entry points count)
+BUILTIN_GROUP = "coterie.builtins"
+#: how long a hook called per message (or an awaitable any hook returns) may run before it is
+#: abandoned
+HOOK_TIMEOUT = 10.0
+#: hooks called for every message: their synchronous implementations run in a worker thread, so
+#: one that hangs is cut off by the timeout instead of hanging the bot
+PER_MESSAGE_HOOKS = frozenset({"coterie_after_roll", "coterie_before_reply"})
+#: how many recent failures ``PluginHost.failures`` keeps
+MAX_FAILURES_KEPT = 200
+
+
+@dataclass(frozen=True)
+class PluginFailure:
+    """A plugin that could not be loaded or whose hook raised."""
+
+    plugin: str
+    where: str
+    error: str
+
+
+def installed_plugins() -> dict[str, EntryPoint]:
+    """Entry points in the ``coterie`` group, by name."""
+    return {ep.name: ep for ep in entry_points(group=ENTRY_POINT_GROUP)}
+
+
+def _builtin(entry_point: EntryPoint) -> bool:
+    dist = getattr(entry_point, "dist", None)
+    return dist is not None and dist.name == "coterie"
+
+
+@functools.cache
+def builtin_plugins() -> tuple[EntryPoint, ...]:
+    """coterie's own built-in plugins (the ``coterie.builtins`` entry points of the ``coterie``
+    distribution), by name. Looked up once per process: installed distributions don't change
+    while it runs."""
+    found = [ep for ep in entry_points(group=BUILTIN_GROUP) if _builtin(ep)]
+    return tuple(sorted(found, key=lambda ep: ep.name))
+
+
+class PluginHost:
+    """A pluggy manager that loads only enabled plugins and isolates their failures."""
+
+    def __init__(self) -> None:
+        self.pm = pluggy.PluginManager("coterie")
+        self.pm.add_hookspecs(hookspecs)
+        #: the most recent failures (bounded: a hook failing on every roll must not grow memory)
+        self.failures: deque[PluginFailure] = deque(maxlen=MAX_FAILURES_KEPT)
+        #: failures per plugin since start
+        self.failure_counts: Counter[str] = Counter()
+        #: (plugin, hook) → when a synchronous call that timed out started; cleared when it
+        #: returns. While it hangs, later calls of that implementation are skipped at once, so a
+        #: hung hook holds at most one thread.
+        self.hung: dict[tuple[str, str], float] = {}
+        self._hung_lock = threading.Lock()
+        for entry_point in builtin_plugins():
+            try:
+                plugin = entry_point.load()
+            except Exception as error:
+                self._fail(entry_point.value, "load", error)
+                continue
+            self.register(plugin, entry_point.value)
+
+    def register(self, plugin: object, name: str) -> None:
+        """Register an already-imported plugin object (a module or an instance)."""
+        try:
+            self.pm.register(plugin, name=name)
+        except Exception as error:  # pluggy validates hook signatures here
+            self._fail(name, "register", error)
+            return
+        wrappers = [
+            impl.function.__name__
+            for caller in self.pm.get_hookcallers(plugin) or []
+            for impl in caller.get_hookimpls()
+            if impl.plugin is plugin and (impl.hookwrapper or impl.wrapper)
+        ]
+        if wrappers:  # core calls implementations one by one, so a wrapper would never wrap
+            self.pm.unregister(plugin)
+            self._fail(name, "register", TypeError(f"hook wrappers are not supported: {wrappers}"))
+
+    def load(self, enable: Sequence[str]) -> None:
+        """Import and register the enabled entry points (``"*"`` enables every installed one)."""
+        available = installed_plugins()
+        wanted = list(available) if "*" in enable else list(dict.fromkeys(enable))
+        unknown = [name for name in wanted if name not in available]
+        if unknown:
+            names = ", ".join(sorted(available)) or "none"
+            raise ConfigError(
+                f"plugins.enable: unknown plugin {', '.join(map(repr, unknown))}; "
+                f"installed plugins: {names}"
+            )
+        # coterie's own plugins load first, so their names win over a third party's duplicate
+        wanted.sort(key=lambda name: (not _builtin(available[name]), name))
+        for name in wanted:
+            try:
+                plugin = available[name].load()
+            except Exception as error:
+                self._fail(name, "load", error)
+                continue
+            self.register(plugin, name)
+
+    @property
+    def plugin_names(self) -> list[str]:
+        """Registered plugins in the order they were registered (built-ins first)."""
+        return [name for name, _ in self.pm.list_name_plugin() if name]
+
+    def _fail(self, plugin: str, where: str, error: BaseException) -> None:
+        message = f"{type(error).__name__}: {error}"
+        self.failures.append(PluginFailure(plugin, where, message))
+        self.failure_counts[plugin] += 1
+        log.error("plugin %s failed in %s: %s", plugin, where, message, exc_info=error)
+
+    def _impls(self, hook: str) -> list[pluggy.HookImpl]:
+        caller: pluggy.HookCaller = getattr(self.pm.hook, hook)
+        return caller.get_hookimpls()[::-1]
+
+    def call(self, hook: str, **kwargs: Any) -> list[tuple[str, Any]]:
+        """Call each implementation of ``hook`` on its own; return ``(plugin, result)`` pairs
+        for those that did not raise and returned something."""
+        results: list[tuple[str, Any]] = []
+        for impl in self._impls(hook):
+            try:
+                value = impl.function(*(kwargs[arg] for arg in impl.argnames))
+            except Exception as error:
+                self._fail(impl.plugin_name, hook, error)
+                continue
+            if value is not None:
+                results.append((impl.plugin_name, value))
+        return results
+
+    async def call_async(self, hook: str, **kwargs: Any) -> list[tuple[str, Any]]:
+        """Call each implementation of ``hook`` on its own and await an awaitable result, each
+        within :data:`HOOK_TIMEOUT`; return ``(plugin, result)`` pairs for those that did not
+        fail and returned something. Implementations run one after another (each sees what the
+        ones before it changed). The synchronous implementations of :data:`PER_MESSAGE_HOOKS`
+        run in a worker thread, so one that hangs is abandoned after the timeout too."""
+        results: list[tuple[str, Any]] = []
+        impls = self._impls(hook)
+        if not impls:  # the usual case for the per-message hooks: nothing to call
+            return results
+        threaded = hook in PER_MESSAGE_HOOKS
+        for impl in impls:
+            plugin = impl.plugin_name
+            args = [kwargs[arg] for arg in impl.argnames]
+            timeout = HOOK_TIMEOUT
+            try:
+                if threaded and not inspect.iscoroutinefunction(impl.function):
+                    value = await self._in_thread(plugin, hook, impl.function, args, timeout)
+                else:
+                    value = impl.function(*args)
+                if value is None:
+                    continue
+                if inspect.isawaitable(value):
+                    value = await asyncio.wait_for(value, timeout)
+            except Exception as error:
+                if isinstance(error, TimeoutError) and not str(error):
+                    error = TimeoutError(f"timed out after {timeout:g} s")
+                self._fail(plugin, hook, error)
+                continue
+            results.append((plugin, value))
+        return results
+
+    async def first_result(self, hook: str, **kwargs: Any) -> Any:
+        """Call the implementations of ``hook`` one after another until one returns something
+        other than ``None`` (an awaitable is awaited first) and return that, else ``None``.
+
+        For hooks that *take over* a command (``coterie_roll_command``): unlike :meth:`call`, an
+        exception is not isolated here but reaches the command, where a ``UsageError`` becomes
+        the user's friendly error and anything else the command's incident, as if the command
+        itself had raised it."""
+        for impl in self._impls(hook):
+            value = impl.function(*(kwargs[arg] for arg in impl.argnames))
+            if inspect.isawaitable(value):
+                value = await value
+            if value is not None:
+                return value
+        return None
+
+    async def _in_thread(
+        self, plugin: str, hook: str, function: Any, args: list[Any], timeout: float
+    ) -> Any:
+        """``function(*args)`` in a daemon thread (a hung one never blocks the process from
+        exiting), waited for at most ``timeout`` seconds."""
+        key = (plugin, hook)
+        if key in self.hung:
+            waited = time.monotonic() - self.hung[key]
+            raise TimeoutError(
+                f"skipped: an earlier call has not returned after {waited:.0f} s (hung)"
+            )
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[Any] = loop.create_future()
+        context = contextvars.copy_context()
+        started = time.monotonic()
+        finished = threading.Event()
+
+        def settle(value: Any, error: BaseException | None) -> None:
+            if future.done():
+                return
+            if error is not None:
+                future.set_exception(error)
+            else:
+                future.set_result(value)
+
+        def work() -> None:
+            try:
+                value, error = context.run(function, *args), None
+            except BaseException as raised:  # delivered to the awaiting side
+                value, error = None, raised
+            with self._hung_lock:
+                finished.set()
+                if self.hung.get(key) == started:
+                    del self.hung[key]
+            with contextlib.suppress(RuntimeError):  # a closed loop: nobody is waiting any more
+                loop.call_soon_threadsafe(settle, value, error)
+
+        thread = threading.Thread(target=work, name=f"coterie-hook-{plugin}", daemon=True)
+        thread.start()
+        try:
+            return await asyncio.wait_for(future, timeout)
+        except TimeoutError:
+            with self._hung_lock:
+                if not finished.is_set():
+                    self.hung[key] = started
+            raise

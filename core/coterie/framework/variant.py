@@ -1,0 +1,299 @@
+"""The rules-engine interface every rule set ("variant") implements.
+
+A variant is an object with a name, die sides, a default difficulty, help text, a chat
+:class:`~coterie.grammar.Grammar` for ``!roll``, and a **pure** :meth:`Variant.evaluate` from
+(request, faces) to an :class:`Outcome`. Rolling is drawing faces from an injected
+:class:`~coterie.dice.DiceSource` and evaluating them, so a physical roll can be replayed exactly.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
+
+from coterie.dice.sources import DiceSource
+from coterie.framework.grammar import Grammar, Parsed
+from coterie.render.elements import Node
+
+if TYPE_CHECKING:
+    from coterie.dice.odds import Distribution
+
+
+@dataclass(frozen=True)
+class HouseRule:
+    """A per-room toggle a variant declares; set in the config's ``house_rules`` tables."""
+
+    name: str
+    default: bool | int
+    help: str
+    #: the range of a numeric rule
+    minimum: int | None = None
+    maximum: int | None = None
+
+    def check(self, value: bool | int) -> bool | int:
+        """``value`` if this rule can take it, else ``ValueError`` saying what it takes."""
+        if isinstance(self.default, bool):
+            if value not in (True, False):  # 1 and 0 read as true and false
+                raise ValueError(f"{self.name} is true or false")
+            return bool(value)
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ValueError(f"{self.name} is a whole number")
+        low, high = self.minimum, self.maximum
+        if (low is not None and value < low) or (high is not None and value > high):
+            raise ValueError(f"{self.name} goes from {low} to {high}, not {value}")
+        return value
+
+
+@dataclass(frozen=True)
+class RoomSettings:
+    """The settings in force in one room (config defaults, overridden per room)."""
+
+    variant: str
+    prefix: str = "!"
+    default_difficulty: int | None = None
+    house_rules: Mapping[str, bool | int] = field(default_factory=dict)
+
+    def rule(self, variant: Variant[Any, Any], name: str) -> bool | int:
+        """The value of a house rule of ``variant`` in this room, falling back to its default."""
+        for rule in variant.house_rules:
+            if rule.name == name:
+                return self.house_rules.get(name, rule.default)
+        raise KeyError(f"{variant.name} declares no house rule {name!r}")
+
+
+class Outcome(ABC):
+    """The result of one roll command: everything a renderer and the JSON contract need."""
+
+    variant: str
+    #: the faces in the order rolled (for the JSON contract and the roll log)
+    faces: tuple[int, ...]
+    #: the result name, e.g. ``success``, ``failure``, ``botch``
+    outcome: str
+    #: the successes value as the variant defines it for ``coterie roll --json``
+    successes: int
+    #: the degree/quality word, or ``None``
+    degree: str | None
+
+    @abstractmethod
+    def render(self) -> list[Node]:
+        """The neutral element tree for this result (without the caller's name or comment)."""
+
+    def extra_json(self) -> dict[str, Any]:
+        """Variant-specific keys added to the JSON object."""
+        return {}
+
+    def as_json(self) -> dict[str, Any]:
+        """The machine interface object (a stable contract; see ``docs/cli.md``)."""
+        return {
+            "variant": self.variant,
+            "faces": list(self.faces),
+            "successes": self.successes,
+            "outcome": self.outcome,
+            "degree": self.degree,
+            **self.extra_json(),
+        }
+
+
+RequestT = TypeVar("RequestT")
+OutcomeT = TypeVar("OutcomeT", bound=Outcome)
+
+
+@dataclass
+class RollContext:
+    """What a variant may consult after a roll is evaluated (house rules, room state)."""
+
+    settings: RoomSettings
+    user: str
+    room: str
+    #: a small key-value view of the room's state, see :class:`coterie.state.RoomState`
+    state: Any = None
+    #: the id of the session open in the room (``!session start``), if any
+    session: str | None = None
+
+
+@dataclass(frozen=True)
+class Progress:
+    """Where an extended action stands after a roll toward it."""
+
+    progress: int
+    target: int
+    #: the roll botched and threw the progress away
+    wiped: bool = False
+
+    @property
+    def done(self) -> bool:
+        return self.progress >= self.target
+
+
+@dataclass(frozen=True)
+class Standing:
+    """Where a contest between two chat users stands after a roll: the winner (``"actor"``,
+    ``"opponent"``, or ``None`` while an extended contest goes on / on a standoff), and for an
+    extended contest each side's tally toward ``target`` (a seesaw keeps one ``balance``: the
+    challenger's lead, negative when the opponent leads)."""
+
+    winner: str | None
+    actor: int = 0
+    opponent: int = 0
+    target: int | None = None
+    #: an extended contest goes on after this roll
+    open: bool = False
+
+
+class Variant(ABC, Generic[RequestT, OutcomeT]):
+    """One rule set. Subclass it in a plugin and return an instance from ``coterie_variants``."""
+
+    #: short unique name used in config and chat (``!variant revised``)
+    name: ClassVar[str]
+    #: human title, e.g. "Vampire: the Masquerade, Revised"
+    title: ClassVar[str]
+    #: die sides (10 for d10)
+    sides: ClassVar[int] = 10
+    #: difficulty used when the roll and the room name none
+    default_difficulty: ClassVar[int | None] = None
+    #: the lowest and highest difficulty this rule set accepts
+    difficulty_range: ClassVar[tuple[int, int]] = (2, 10)
+    #: one line for listings
+    summary: ClassVar[str] = ""
+    #: the ``!roll`` grammar
+    grammar: ClassVar[Grammar]
+    #: per-room toggles with defaults
+    house_rules: ClassVar[tuple[HouseRule, ...]] = ()
+    #: command prefixes that also work in rooms on this rule set, besides the room's own
+    extra_prefixes: ClassVar[tuple[str, ...]] = ()
+    #: extra words ``!odds`` understands in rooms on this rule set (word -> what it asks for);
+    #: the ones given reach :meth:`odds` as ``options``
+    odds_options: ClassVar[Mapping[str, str]] = {}
+    #: teamwork over several messages (``!team start``): ``"sum"`` when each helper rolls and
+    #: the successes add up (:meth:`team` gives the verdict), ``"dice"`` when helpers add dice
+    #: to the leader's one roll (:meth:`prepare_helpers`), ``None`` without teamwork
+    team_mode: ClassVar[str | None] = None
+
+    @abstractmethod
+    def build(self, parsed: Parsed, settings: RoomSettings) -> RequestT:
+        """Turn parsed chat (or CLI) arguments into a request; raise ``UsageError`` on bad input."""
+
+    @abstractmethod
+    def dice_count(self, request: RequestT) -> int:
+        """How many dice the request rolls (core checks it against the configured limit)."""
+
+    @abstractmethod
+    def evaluate(self, request: RequestT, faces: Sequence[int]) -> OutcomeT:
+        """The pure rule: faces in roll order -> outcome. No I/O, no randomness."""
+
+    def roll(self, request: RequestT, dice: DiceSource) -> OutcomeT:
+        """Draw the faces and evaluate them. Variants whose dice count depends on the faces
+        (re-rolls until a tie is broken, say) override this and draw more from ``dice``."""
+        return self.evaluate(request, dice.roll(self.dice_count(request), self.sides))
+
+    def odds(self, request: RequestT, options: frozenset[str] = frozenset()) -> Distribution:
+        """The exact distribution of the result of ``request``: every outcome and ``successes``
+        value as :meth:`evaluate` would give them (see docs/odds.md). ``options`` are words of
+        :attr:`odds_options` the player added. A rule set without odds keeps this default, which
+        says so politely."""
+        from coterie.errors import UsageError
+
+        raise UsageError(f"the {self.name} rules cannot work out odds yet")
+
+    async def settle(self, outcome: OutcomeT, context: RollContext) -> OutcomeT:
+        """Apply rules that need room state (e.g. a free first botch); default: unchanged."""
+        return outcome
+
+    def compose(self, outcomes: Sequence[OutcomeT], who: str, comment: str | None) -> list[Node]:
+        """The whole reply to a roll command. By default: the roller's name and comment on the
+        first line, then each outcome. A rule set whose players expect another layout overrides
+        it."""
+        from coterie.render.elements import BR, Text, bold, italic
+
+        body: list[Node] = [bold(who)]
+        if comment:
+            body += [Text(" — "), italic(comment)]
+        for outcome in outcomes:
+            body += [BR, *outcome.render()]
+        return body
+
+    def check_team(self, requests: Sequence[RequestT]) -> None:
+        """Raise ``UsageError`` unless ``!team`` can roll these members' requests (called before
+        anything is rolled). By default a rule set has no teamwork of separate rolls."""
+        from coterie.errors import UsageError
+
+        raise UsageError(f"the {self.name} rules have no teamwork of separate rolls")
+
+    def team(self, outcomes: Sequence[OutcomeT]) -> list[Node]:
+        """The teamwork line for the members' rolled outcomes (after :meth:`check_team`)."""
+        return []
+
+    # --- actions that span messages (core's !extended, !team start, !contest, retry NAME) -----
+
+    def is_botch(self, outcome: OutcomeT) -> bool:
+        """Whether ``outcome`` counts as a botch in the roll log and ``!stats``."""
+        return outcome.outcome == "botch"
+
+    def prepare_extended(self, parsed: Parsed, target: int, progress: int) -> None:
+        """Turn a parsed ``!roll`` into a roll toward an extended action that needs ``target``
+        successes and has ``progress`` so far, or raise ``UsageError`` when the rule set has no
+        extended actions."""
+        from coterie.errors import UsageError
+
+        raise UsageError(f"the {self.name} rules have no extended actions")
+
+    def extended_progress(self, outcome: OutcomeT) -> Progress | None:
+        """The extended action's standing after a roll made through :meth:`prepare_extended`."""
+        return None
+
+    def prepare_retry(self, parsed: Parsed, failures: int) -> None:
+        """Make a parsed roll another attempt at a task failed ``failures`` times before (the
+        rule set raises the difficulty by its schedule), or raise ``UsageError``."""
+        from coterie.errors import UsageError
+
+        raise UsageError(f"the {self.name} rules have no difficulty schedule for trying again")
+
+    def prepare_helpers(self, parsed: Parsed, helpers: int) -> None:
+        """With :attr:`team_mode` ``"dice"``: add ``helpers`` helpers to the leader's roll."""
+        from coterie.errors import UsageError
+
+        raise UsageError(f"the {self.name} rules have no teamwork that adds dice to one roll")
+
+    def prepare_contest(
+        self, actor: Parsed, opponent: Parsed, target: int | None, standing: Standing | None
+    ) -> Parsed:
+        """One roll of a contest between two chat users: the challenger's parsed pool and the
+        opponent's (read with :attr:`grammar`'s ``versus`` grammar), with the running standing
+        of an extended contest to ``target``. By default a simple resisted roll."""
+        from coterie.errors import UsageError
+
+        if self.grammar.versus is None:
+            raise UsageError(f"the {self.name} rules have no contests between two characters")
+        if target is not None:
+            raise UsageError(f"the {self.name} rules have no extended contests; leave out TARGET")
+        actor.versus = opponent
+        return actor
+
+    def contest_standing(self, outcome: OutcomeT) -> Standing | None:
+        """Who won a contest roll made through :meth:`prepare_contest` (and the tallies)."""
+        return None
+
+    def room_difficulty(self, settings: RoomSettings) -> int | None:
+        """The room's default difficulty when it fits this rule set, else the rule set's own
+        (a room that switched rule sets may carry a default meant for another one)."""
+        low, high = self.difficulty_range
+        value = settings.default_difficulty
+        if value is not None and low <= value <= high:
+            return value
+        return self.default_difficulty
+
+    def help_notes(self) -> list[Node]:
+        """Lines added at the foot of the bare ``!help`` in rooms on this rule set."""
+        return []
+
+    def help_topics(self) -> Mapping[str, list[Node]]:
+        """Extra ``!help TOPIC`` pages of this rule set (e.g. a ratings table), by topic name."""
+        return {}
+
+    def help(self) -> list[Node]:
+        """The ``!help roll`` text for this variant."""
+        from coterie.render.elements import BR, Text, code
+
+        return [code(self.grammar.usage), BR, Text(self.summary)]

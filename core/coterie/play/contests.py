@@ -1,0 +1,314 @@
+"""Contests between two chat users: ``!contest @USER POOL [DIFF] [TARGET]``, answered by that
+user's ``!resist POOL [DIFF]``; with a TARGET the contest is extended (or a d6 seesaw) and goes on
+turn by turn. The rules come from the room's rule set
+(:meth:`~coterie.framework.variant.Variant.prepare_contest`). A built-in plugin."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from coterie.errors import UsageError
+from coterie.framework.commands import Command, CommandContext, new_roll_id
+from coterie.framework.grammar import Parsed, parse, shorten, tokens
+from coterie.framework.variant import Standing
+from coterie.hookimpl import hookimpl
+from coterie.play.common import MAX_CONTESTS, actions_state, whole_number
+from coterie.play.rooms import is_mention, is_storyteller, mention_key, mentions, names_person
+from coterie.render.elements import BR, Node, Reply, Text, bold, code
+from coterie.storage.state import RoomState
+
+#: a contest waits this long for the next ``!resist`` before it lapses
+CONTEST_TIMEOUT = 6 * 3600
+
+
+CONTEST_USAGE = "!contest @USER POOL [DIFFICULTY] [TARGET] | cancel [@USER] | status"
+
+
+RESIST_USAGE = "!resist POOL [DIFFICULTY]"
+
+
+# --- !contest @user / !resist ---------------------------------------------------------------------
+
+_TARGET_WORDS = ("to", "target", "goal")
+
+
+def _contest_target(words: list[str]) -> tuple[list[str], int | None]:
+    """Take ``to N`` (or ``target N``, ``goal N``) out of a contest's words."""
+    for index, word in enumerate(words[:-1]):
+        if word.lower() in _TARGET_WORDS:
+            target = whole_number(words[index + 1], "TARGET", 1, 100, CONTEST_USAGE)
+            return words[:index] + words[index + 2 :], target
+    return words, None
+
+
+def _read_pool(ctx: CommandContext, words: list[str], versus: bool) -> Parsed:
+    variant = ctx.variant
+    grammar = variant.grammar.versus if versus else variant.grammar
+    if grammar is None:
+        raise UsageError(f"the {variant.name} rules have no contests between two characters")
+    return parse(words, grammar, max_options=ctx.app.config.limits.max_options)
+
+
+def _split_target(ctx: CommandContext, words: list[str]) -> tuple[list[str], int | None]:
+    """The challenger's pool and the contest's TARGET: ``to N``, or a last bare number the rule
+    set's grammar has no room for."""
+    words, target = _contest_target(words)
+    if target is not None:
+        return words, target
+    try:
+        _read_pool(ctx, words, versus=False)
+        return words, None
+    except UsageError:
+        if len(words) > 1 and words[-1].isdigit():
+            _read_pool(ctx, words[:-1], versus=False)  # the error of the shorter pool, if any
+            return words[:-1], whole_number(words[-1], "TARGET", 1, 100, CONTEST_USAGE)
+        raise
+
+
+async def _contests(state: RoomState) -> list[dict[str, Any]]:
+    found = []
+    now = time.time()
+    for key in await state.keys("contest:"):
+        one = await state.get(key)
+        if one is None:
+            continue
+        if now - one["touched"] > CONTEST_TIMEOUT:
+            await state.delete(key)
+            continue
+        found.append(one)
+    return found
+
+
+def _standing_text(one: dict[str, Any]) -> str:
+    standing = one.get("standing")
+    if not one.get("target"):
+        return "a resisted roll"
+    if standing is None:
+        return f"extended to {one['target']}"
+    return (
+        f"extended to {one['target']}: {one['challenger_name']} {standing['actor']}, "
+        f"{one['opponent_name']} {standing['opponent']}"
+    )
+
+
+async def contest(ctx: CommandContext) -> list[Node]:
+    words = tokens(ctx.args)
+    state = actions_state(ctx)
+    prefix = ctx.settings.prefix
+    if not words or words[0].lower() == "status":
+        open_ones = await _contests(state)
+        if not open_ones:
+            return [
+                Text("No contest is waiting. "),
+                code(f"{prefix}contest @USER POOL DIFF"),
+                Text(" challenges someone."),
+            ]
+        body: list[Node] = [bold("Contests")]
+        for one in open_ones:
+            body += [
+                BR,
+                bold(one["challenger_name"]),
+                Text(" vs "),
+                bold(one["opponent_name"]),
+                Text(f" — {_standing_text(one)}; waiting for {one['opponent_name']} to "),
+                code(f"{prefix}resist"),
+            ]
+        return body
+    if words[0].lower() == "cancel":
+        open_ones = await _contests(state)
+        mine = [
+            one
+            for one in open_ones
+            if ctx.message.user in (one["challenger"], one.get("opponent_user"))
+            or mentions(one["opponent"], ctx.message)
+        ]
+        if len(words) > 1:
+            key = mention_key(words[1])
+            mine = [
+                one
+                for one in mine
+                if one["opponent"] == key
+                or names_person(key, one["challenger"], one["challenger_name"])
+            ]
+        if not mine and await is_storyteller(ctx):
+            mine = open_ones
+        if not mine:
+            raise UsageError("you have no contest waiting here", usage=CONTEST_USAGE)
+        if len(mine) > 1:
+            raise UsageError(
+                "you have several contests waiting; name the other side, e.g. "
+                "`!contest cancel @bob`",
+                usage=CONTEST_USAGE,
+            )
+        await state.delete(f"contest:{mine[0]['id']}")
+        return [
+            Text("Contest "),
+            bold(mine[0]["challenger_name"]),
+            Text(" vs "),
+            bold(mine[0]["opponent_name"]),
+            Text(" cancelled."),
+        ]
+    if not is_mention(words[0]):
+        raise UsageError(
+            "whom do you challenge? Start with their @name, e.g. `!contest @bob 6 7`",
+            usage=CONTEST_USAGE,
+        )
+    opponent = mention_key(words[0])
+    if mentions(opponent, ctx.message):
+        raise UsageError("you can't contest yourself")
+    pool_words, target = _split_target(ctx, words[1:])
+    if not pool_words:
+        raise UsageError("give your dice pool, e.g. `!contest @bob 6 7`", usage=CONTEST_USAGE)
+    # check now that a contest of this kind exists in these rules, with a stand-in opponent
+    ctx.variant.prepare_contest(
+        _read_pool(ctx, pool_words, versus=False),
+        _read_pool(ctx, pool_words[:1], versus=True),
+        target,
+        None,
+    )
+    open_ones = await _contests(state)
+    same = next(
+        (
+            one
+            for one in open_ones
+            if one["challenger"] == ctx.message.user and one["opponent"] == opponent
+        ),
+        None,
+    )
+    if same is None and len(open_ones) >= MAX_CONTESTS:
+        raise UsageError("too many contests are waiting in this room; finish or cancel some")
+    if same is not None and same.get("target") != target and same.get("standing"):
+        raise UsageError("this contest is under way with another goal; `!contest cancel` first")
+    record: dict[str, Any] = {
+        "id": same["id"] if same else new_roll_id(),
+        "challenger": ctx.message.user,
+        "challenger_name": ctx.message.display_name,
+        "opponent": opponent,
+        "opponent_name": words[0].removeprefix("@"),
+        "pool": " ".join(pool_words),
+        "target": target,
+        "standing": same.get("standing") if same else None,
+        "variant": ctx.variant.name,
+        "touched": time.time(),
+    }
+    await state.set(f"contest:{record['id']}", record)
+    verb = "goes on" if same is not None and same.get("standing") else "is on"
+    return [
+        bold(ctx.message.display_name),
+        Text(" challenges "),
+        bold(record["opponent_name"]),
+        Text(
+            f" ({_standing_text(record)}): the contest {verb}. {record['opponent_name']} "
+            "answers with "
+        ),
+        code(f"{prefix}resist POOL [DIFFICULTY]"),
+        Text("."),
+    ]
+
+
+async def resist(ctx: CommandContext) -> Reply:
+    words = tokens(ctx.args)
+    state = actions_state(ctx)
+    variant = ctx.variant
+    waiting = [one for one in await _contests(state) if mentions(one["opponent"], ctx.message)]
+    if not waiting:
+        raise UsageError(
+            "nobody has challenged you here",
+            hint=f"`{ctx.settings.prefix}contest` lists the waiting contests.",
+        )
+    if words and is_mention(words[0]):
+        named, words = words[0], words[1:]
+        key = mention_key(named)
+        waiting = [
+            one for one in waiting if names_person(key, one["challenger"], one["challenger_name"])
+        ]
+        if not waiting:
+            raise UsageError(f"{shorten(named)} has not challenged you")
+    if len(waiting) > 1:
+        raise UsageError(
+            "several people challenge you; name one first, e.g. `!resist @alice 5 6`",
+            usage=RESIST_USAGE,
+        )
+    one = waiting[0]
+    if one["variant"] != variant.name:
+        raise UsageError(
+            f"this contest began under the {one['variant']} rules; the room now "
+            f"plays {variant.name}"
+        )
+    if not words:
+        raise UsageError("give your dice pool, e.g. `!resist 5 6`", usage=RESIST_USAGE)
+    standing = Standing(**one["standing"]) if one.get("standing") else None
+    actor = _read_pool(ctx, tokens(one["pool"]), versus=False)
+    opponent = _read_pool(ctx, words, versus=True)
+    parsed = variant.prepare_contest(actor, opponent, one.get("target"), standing)
+    request = variant.build(parsed, ctx.settings)
+    count = variant.dice_count(request)
+    if count > ctx.app.config.limits.max_dice:
+        raise UsageError(
+            f"that is {count} dice; a roll may have at most {ctx.app.config.limits.max_dice}"
+        )
+    outcome = await ctx.roll(request)
+    who = f"{one['challenger_name']} vs {ctx.message.display_name}"
+    body = variant.compose([outcome], who, ctx.line.comment)
+    after = variant.contest_standing(outcome)
+    if after is not None and after.open:
+        one = {
+            **one,
+            "standing": {
+                "winner": None,
+                "actor": after.actor,
+                "opponent": after.opponent,
+                "target": after.target,
+                "open": True,
+            },
+            "touched": time.time(),
+            "opponent_user": ctx.message.user,
+            "opponent_name": ctx.message.display_name,
+        }
+        await state.set(f"contest:{one['id']}", one)
+        body += [
+            BR,
+            Text("The contest goes on: "),
+            bold(f"{after.actor}/{after.target}"),
+            Text(" vs "),
+            bold(f"{after.opponent}/{after.target}"),
+            Text(f". {ctx.message.display_name} answers the next turn with "),
+            code(f"{ctx.settings.prefix}resist"),
+            Text(f" (and {one['challenger_name']} may change pools with "),
+            code(f"{ctx.settings.prefix}contest"),
+            Text(")."),
+        ]
+    else:
+        await state.delete(f"contest:{one['id']}")
+        winner = None if after is None else after.winner
+        names = {"actor": one["challenger_name"], "opponent": ctx.message.display_name}
+        if winner in names:
+            body += [BR, Text("Contest over: "), bold(names[winner]), Text(" wins.")]
+        else:
+            body += [BR, Text("Contest over: neither side wins.")]
+    return Reply(body, meta={"variant": variant.name})
+
+
+@hookimpl
+def coterie_commands() -> list[Command]:
+    return [
+        Command(
+            name="contest",
+            aliases=("challenge",),
+            summary="challenge someone to a resisted (or extended) contest",
+            usage=CONTEST_USAGE,
+            handler=contest,
+            details=(
+                "The other side answers with `!resist POOL [DIFFICULTY]`. With a TARGET (or "
+                "`to N`) the contest is extended and goes on turn by turn until someone gets "
+                f"there. A contest lapses after {CONTEST_TIMEOUT // 3600} hours without a roll."
+            ),
+        ),
+        Command(
+            name="resist",
+            summary="answer a contest someone challenged you to",
+            usage=RESIST_USAGE,
+            handler=resist,
+        ),
+    ]

@@ -1,0 +1,49 @@
+"""``!roll`` and ``!odds``: the built-in roll commands, registered as an ordinary plugin. Rolls
+toward actions and tasks (``for NAME``, ``retry NAME``) are taken over by
+:mod:`coterie.play.clauses`."""
+
+from __future__ import annotations
+
+from coterie.framework.commands import Command, CommandContext, roll_reply
+from coterie.hookimpl import hookimpl
+from coterie.render.elements import Reply
+from coterie.rulekit.odds import odds_reply
+
+ROLL_USAGE = "!roll POOL [DIFFICULTY] [options] [# comment]"
+
+
+ODDS_USAGE = "!odds POOL [DIFFICULTY] [options] [chart] [# comment]"
+
+
+async def roll(ctx: CommandContext) -> Reply:
+    return await roll_reply(ctx)
+
+
+async def odds(ctx: CommandContext) -> Reply:
+    return await odds_reply(ctx)
+
+
+@hookimpl
+def coterie_commands() -> list[Command]:
+    return [
+        Command(
+            name="roll",
+            aliases=("r",),
+            summary="roll a dice pool under the room's rules",
+            usage=ROLL_USAGE,
+            handler=roll,
+            details="Several rolls in one message are separated by `;`.",
+        ),
+        Command(
+            name="odds",
+            summary="the exact chances of a roll, before you roll it",
+            usage=ODDS_USAGE,
+            handler=odds,
+            transaction=False,
+            details=(
+                "Written like !roll; nothing is rolled. Shows the chance of each result, the "
+                "most likely numbers of successes and the average; add `chart` for a bar chart. "
+                "Several rolls are separated by `;`."
+            ),
+        ),
+    ]

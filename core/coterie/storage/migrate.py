@@ -1,0 +1,148 @@
+"""Opening the configured store, and its schema: the Alembic migrations in
+``coterie/storage/migrations`` applied by :func:`upgrade` (``open_store`` on start, ``coterie db
+upgrade`` by hand), :func:`current` and :func:`head_revision` to compare, and the URL helpers the
+CLI shows (see ``docs/storage.md``)."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import sqlalchemy as sa
+from sqlalchemy.engine import URL, Connection
+from sqlalchemy.exc import DBAPIError
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from coterie.errors import ConfigError
+from coterie.storage.sql import (
+    ADVISORY_CLASS,
+    MIGRATION_LOCK,
+    SQLStore,
+    create_engine,
+    normalize_url,
+    safe_url,
+)
+from coterie.storage.state import MemoryStore, StateStore
+
+if TYPE_CHECKING:
+    from coterie.framework.config import Config
+
+
+#: Alembic's script location: the ``migrations`` package next to this module
+SCRIPT_LOCATION = "coterie.storage:migrations"
+
+T = TypeVar("T")
+
+
+def alembic_config(connection: Connection | None = None) -> Any:
+    """An Alembic ``Config`` for coterie's migrations (no ``alembic.ini``); with
+    ``connection``, ``env.py`` migrates through it."""
+    from alembic.config import Config as AlembicConfig
+
+    config = AlembicConfig()
+    config.set_main_option("script_location", SCRIPT_LOCATION)
+    if connection is not None:
+        config.attributes["connection"] = connection
+    return config
+
+
+def head_revision() -> str:
+    """The newest migration shipped with this version of coterie."""
+    from alembic.script import ScriptDirectory
+
+    head = ScriptDirectory.from_config(alembic_config()).get_current_head()
+    assert head is not None
+    return head
+
+
+def _upgrade(connection: Connection) -> None:
+    from alembic import command
+
+    if connection.dialect.name == "postgresql":  # two workers starting at once take turns
+        connection.execute(
+            sa.select(
+                sa.func.pg_advisory_xact_lock(ADVISORY_CLASS, sa.func.hashtext(MIGRATION_LOCK))
+            )
+        )
+    command.upgrade(alembic_config(connection), "head")
+
+
+def _current(connection: Connection) -> str | None:
+    from alembic.runtime.migration import MigrationContext
+
+    return MigrationContext.configure(connection).get_current_revision()
+
+
+async def _with_engine(
+    target: str | URL | AsyncEngine, work: Callable[[AsyncEngine], Awaitable[T]]
+) -> T:
+    engine = target if isinstance(target, AsyncEngine) else create_engine(target)
+    try:
+        return await work(engine)
+    except (OSError, DBAPIError) as error:
+        url = safe_url(engine.url)
+        detail = error.orig if isinstance(error, DBAPIError) else error
+        raise ConfigError(f"state: cannot use the database {url}: {detail}") from None
+    finally:
+        if engine is not target:
+            await engine.dispose()
+
+
+async def upgrade(target: str | URL | AsyncEngine) -> None:
+    """Bring the database at ``target`` (a URL or an engine) to the newest schema; a database
+    already there is left alone. The database (on SQLite: the file and its directory) is
+    created if missing — on PostgreSQL the database itself must exist."""
+
+    async def work(engine: AsyncEngine) -> None:
+        async with engine.begin() as conn:
+            await conn.run_sync(_upgrade)
+
+    await _with_engine(target, work)
+
+
+async def current(target: str | URL | AsyncEngine) -> str | None:
+    """The schema revision of the database at ``target`` (``None``: not migrated yet)."""
+
+    async def work(engine: AsyncEngine) -> str | None:
+        async with engine.connect() as conn:
+            if engine.dialect.name == "sqlite":
+                conn = await conn.execution_options(coterie_begin="DEFERRED")
+            return await conn.run_sync(_current)
+
+    return await _with_engine(target, work)
+
+
+def is_memory_url(url: str) -> bool:
+    """``memory://``: the process-local :class:`~coterie.state.MemoryStore`."""
+    return url.strip().lower().startswith("memory:")
+
+
+def sqlite_file(url: str) -> Path | None:
+    """The database file of a SQLite URL (``None`` for any other URL)."""
+    if is_memory_url(url):
+        return None
+    parsed = normalize_url(url)
+    if parsed.get_backend_name() != "sqlite" or parsed.database is None:
+        return None
+    return Path(parsed.database).expanduser()
+
+
+def display_url(url: str) -> str:
+    """``url`` with any password hidden."""
+    return url if is_memory_url(url) else safe_url(normalize_url(url))
+
+
+async def open_store(config: Config) -> StateStore:
+    """The state store the config names (``$COTERIE_DATABASE_URL``, ``[state] url``, else the
+    SQLite file ``coterie.db`` under ``data_dir``), migrated to the newest schema."""
+    url = config.database_url()
+    if is_memory_url(url):
+        return MemoryStore()
+    engine = create_engine(url)
+    try:
+        await upgrade(engine)
+    except BaseException:
+        await engine.dispose()
+        raise
+    return SQLStore(engine)

@@ -1,0 +1,393 @@
+"""State storage: a small async key-value interface with transactions, and the roll log.
+
+Core keeps room settings, roles, sessions, multi-message actions and rule state (e.g. a used
+free botch) here; plugins get the same API through ``app.state`` and ``ctx.state(owner)``.
+
+Two implementations share the :class:`StateStore` protocol and one test suite:
+
+* :class:`MemoryStore` — process-local, for tests and throw-away bots;
+* :class:`coterie.sqlstore.SQLStore` — SQLAlchemy 2 (async) on SQLite (WAL, the default) or
+  PostgreSQL (asyncpg), with Alembic migrations.
+
+Every change that belongs together goes through one :meth:`StateStore.transaction`: its writes
+land together or not at all, and two transactions on the same ``lock`` key (a room) never
+interleave, across tasks and — with PostgreSQL — across worker processes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import copy
+import json
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+#: the value a transaction's buffer holds for a key deleted in it
+_DELETED = object()
+
+
+@dataclass
+class RollRecord:
+    """One logged roll: what the roll log, ``!log``, ``!stats`` and ``coterie export`` read."""
+
+    id: str
+    room: str
+    user: str
+    display_name: str
+    variant: str
+    #: the command as written, e.g. ``!roll 7 6 # the lock``
+    request: str
+    faces: list[int]
+    #: the result name (``success``, ``failure``, ``botch``, ...)
+    outcome: str
+    successes: int
+    #: a botch (or the rule set's worst result, e.g. V5's bestial failure)
+    botch: bool = False
+    #: the expected ``successes`` of this request from the odds engine, when it can tell
+    expected: float | None = None
+    session: str | None = None
+    #: seconds since the epoch
+    time: float = field(default_factory=time.time)
+    #: the outcome's JSON object (the ``coterie roll --json`` contract)
+    detail: dict[str, Any] = field(default_factory=dict)
+
+    def as_json(self) -> dict[str, Any]:
+        # a field-by-field copy: ``dataclasses.asdict`` deep-copies through ``copy.deepcopy``,
+        # several times slower on the roll path (every roll is logged)
+        return {
+            name: value if type(value) in _ATOMS else json_copy(value)
+            for name, value in vars(self).items()
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> RollRecord:
+        return cls(**data)
+
+
+@runtime_checkable
+class Transaction(Protocol):
+    """Reads and writes that commit together (see :meth:`StateStore.transaction`)."""
+
+    async def get(self, namespace: str, key: str) -> Any | None:
+        """The stored value (as this transaction sees it), or ``None``."""
+        ...
+
+    async def set(self, namespace: str, key: str, value: Any) -> None:
+        """Store ``value`` (JSON-compatible) under ``namespace``/``key``."""
+        ...
+
+    async def delete(self, namespace: str, key: str) -> None:
+        """Remove the value, if any."""
+        ...
+
+    async def keys(self, namespace: str, prefix: str = "") -> list[str]:
+        """The keys of ``namespace`` starting with ``prefix``, sorted."""
+        ...
+
+    async def log_roll(self, record: RollRecord) -> None:
+        """Append a roll to the roll log."""
+        ...
+
+
+@runtime_checkable
+class StateStore(Protocol):
+    """Async key-value storage of JSON-compatible values, by namespace and key, plus the roll
+    log. The single-call methods are each their own transaction."""
+
+    def transaction(self, lock: str = "") -> Any:
+        """An async context manager yielding a :class:`Transaction`. Writes are applied when the
+        block ends normally and dropped when it raises. Transactions with the same non-empty
+        ``lock`` (use the room key) run one at a time."""
+        ...
+
+    async def get(self, namespace: str, key: str) -> Any | None:
+        """The stored value, or ``None``."""
+        ...
+
+    async def set(self, namespace: str, key: str, value: Any) -> None:
+        """Store ``value`` (JSON-compatible) under ``namespace``/``key``."""
+        ...
+
+    async def delete(self, namespace: str, key: str) -> None:
+        """Remove the value, if any."""
+        ...
+
+    async def keys(self, namespace: str, prefix: str = "") -> list[str]:
+        """The keys of ``namespace`` starting with ``prefix``, sorted."""
+        ...
+
+    async def log_roll(self, record: RollRecord) -> None:
+        """Append a roll to the roll log."""
+        ...
+
+    async def rolls(
+        self,
+        room: str,
+        *,
+        limit: int | None = 20,
+        user: str | None = None,
+        session: str | None = None,
+    ) -> list[RollRecord]:
+        """A room's logged rolls, newest first (at most ``limit``; ``None``: all), optionally
+        only one user's or one session's."""
+        ...
+
+    async def close(self) -> None:
+        """Release resources."""
+        ...
+
+
+def check_json(value: Any) -> None:
+    """Refuse a value a persistent store could not keep (the same rule for every store)."""
+    json.dumps(value, allow_nan=False)
+
+
+_ATOMS = frozenset({str, int, bool, type(None)})
+
+
+class _NotPlain(Exception):
+    """Raised inside :func:`_plain_copy` for anything but plain JSON data."""
+
+
+def _plain_copy(value: Any) -> Any:
+    kind = type(value)
+    if kind in _ATOMS:
+        return value
+    if kind is float:
+        if value - value != 0.0:  # NaN or ±infinity: JSON cannot hold them
+            raise _NotPlain
+        return value
+    # strings, ints, booleans and None inside a container are taken as they are, without a call
+    if kind is dict:
+        copied = {}
+        for key, item in value.items():
+            if type(key) is not str:
+                raise _NotPlain
+            copied[key] = item if type(item) in _ATOMS else _plain_copy(item)
+        return copied
+    if kind is list:
+        return [item if type(item) in _ATOMS else _plain_copy(item) for item in value]
+    if kind is tuple:
+        return tuple(item if type(item) in _ATOMS else _plain_copy(item) for item in value)
+    raise _NotPlain
+
+
+def json_copy(value: Any) -> Any:
+    """A deep copy of a JSON-compatible ``value``; raises what :func:`check_json` raises for
+    anything else. Plain data (str/int/bool/None, finite floats, str-keyed dicts, lists, tuples)
+    is copied in one pass, several times faster than ``copy.deepcopy``; anything else is checked
+    by :func:`check_json` and deep-copied as before."""
+    try:
+        return _plain_copy(value)
+    except _NotPlain:
+        check_json(value)
+        return copy.deepcopy(value)
+
+
+def select_rolls(
+    records: list[RollRecord],
+    room: str,
+    *,
+    limit: int | None,
+    user: str | None,
+    session: str | None,
+) -> list[RollRecord]:
+    """The roll-log query of the protocol over records kept in order of logging."""
+    chosen = [
+        r
+        for r in reversed(records)
+        if r.room == room
+        and (user is None or r.user == user)
+        and (session is None or r.session == session)
+    ]
+    return chosen if limit is None else chosen[:limit]
+
+
+def _record_copy(record: RollRecord) -> RollRecord:
+    """A checked (JSON-compatible) independent copy of a roll record."""
+    copied = object.__new__(RollRecord)  # the fields are all set below: no __init__ needed
+    copied.__dict__.update(record.as_json())
+    return copied
+
+
+class _MemoryTransaction:
+    def __init__(self, store: MemoryStore) -> None:
+        self._store = store
+        self.writes: dict[tuple[str, str], Any] = {}
+        self.logged: list[RollRecord] = []
+
+    async def get(self, namespace: str, key: str) -> Any | None:
+        value = self.writes.get((namespace, key), self._store._data.get((namespace, key)))
+        return None if value is _DELETED else json_copy(value)
+
+    async def set(self, namespace: str, key: str, value: Any) -> None:
+        self.writes[(namespace, key)] = json_copy(value)
+
+    async def delete(self, namespace: str, key: str) -> None:
+        self.writes[(namespace, key)] = _DELETED
+
+    async def keys(self, namespace: str, prefix: str = "") -> list[str]:
+        merged = {k: v for k, v in self._store._data.items() if k[0] == namespace}
+        merged.update({k: v for k, v in self.writes.items() if k[0] == namespace})
+        return sorted(
+            k[1] for k, v in merged.items() if v is not _DELETED and k[1].startswith(prefix)
+        )
+
+    async def log_roll(self, record: RollRecord) -> None:
+        self.logged.append(_record_copy(record))
+
+
+class MemoryStore:
+    """A process-local store: state lasts as long as the process."""
+
+    def __init__(self) -> None:
+        self._data: dict[tuple[str, str], Any] = {}
+        self._log: list[RollRecord] = []
+        self._locks: dict[str, asyncio.Lock] = {}
+        self._commit = asyncio.Lock()
+
+    @asynccontextmanager
+    async def transaction(self, lock: str = "") -> AsyncIterator[_MemoryTransaction]:
+        room_lock = self._locks.setdefault(lock, asyncio.Lock()) if lock else None
+        if room_lock is not None:
+            await room_lock.acquire()
+        try:
+            tx = _MemoryTransaction(self)
+            yield tx
+            async with self._commit:
+                for key, value in tx.writes.items():
+                    if value is _DELETED:
+                        self._data.pop(key, None)
+                    else:
+                        self._data[key] = value
+                self._log.extend(tx.logged)
+        finally:
+            if room_lock is not None:
+                room_lock.release()
+                if not room_lock.locked() and not getattr(room_lock, "_waiters", None):
+                    self._locks.pop(lock, None)
+
+    async def get(self, namespace: str, key: str) -> Any | None:
+        return json_copy(self._data.get((namespace, key)))
+
+    async def set(self, namespace: str, key: str, value: Any) -> None:
+        copied = json_copy(value)
+        async with self._commit:
+            self._data[(namespace, key)] = copied
+
+    async def delete(self, namespace: str, key: str) -> None:
+        async with self._commit:
+            self._data.pop((namespace, key), None)
+
+    async def keys(self, namespace: str, prefix: str = "") -> list[str]:
+        return sorted(k for ns, k in self._data if ns == namespace and k.startswith(prefix))
+
+    async def log_roll(self, record: RollRecord) -> None:
+        copied = _record_copy(record)
+        async with self._commit:
+            self._log.append(copied)
+
+    async def rolls(
+        self,
+        room: str,
+        *,
+        limit: int | None = 20,
+        user: str | None = None,
+        session: str | None = None,
+    ) -> list[RollRecord]:
+        found = select_rolls(self._log, room, limit=limit, user=user, session=session)
+        return [_record_copy(record) for record in found]
+
+    async def close(self) -> None:
+        self._data.clear()
+
+
+#: the transaction the current task's command runs in, with the store it belongs to
+_active: contextvars.ContextVar[tuple[object, Any] | None] = contextvars.ContextVar(
+    "coterie_active_transaction", default=None
+)
+
+
+class AmbientStore:
+    """The app's store as commands, rule sets and hooks see it (``app.state``): inside a
+    command's transaction, every read and write — a ``coterie_after_roll`` hook's included —
+    joins that transaction, so a command's changes land together or not at all; elsewhere (an
+    adapter's bookkeeping) each call is its own transaction. A transaction opened inside another
+    one of the same task is the outer one."""
+
+    def __init__(self, store: StateStore) -> None:
+        self.store = store
+
+    def _current(self) -> Any:
+        active = _active.get()
+        return active[1] if active is not None and active[0] is self.store else None
+
+    def _target(self) -> Any:
+        return self._current() or self.store
+
+    @asynccontextmanager
+    async def transaction(self, lock: str = "") -> AsyncIterator[Any]:
+        outer = self._current()
+        if outer is not None:
+            yield outer
+            return
+        async with self.store.transaction(lock) as tx:
+            token = _active.set((self.store, tx))
+            try:
+                yield tx
+            finally:
+                _active.reset(token)
+
+    async def get(self, namespace: str, key: str) -> Any | None:
+        return await self._target().get(namespace, key)
+
+    async def set(self, namespace: str, key: str, value: Any) -> None:
+        await self._target().set(namespace, key, value)
+
+    async def delete(self, namespace: str, key: str) -> None:
+        await self._target().delete(namespace, key)
+
+    async def keys(self, namespace: str, prefix: str = "") -> list[str]:
+        return list(await self._target().keys(namespace, prefix))
+
+    async def log_roll(self, record: RollRecord) -> None:
+        await self._target().log_roll(record)
+
+    async def rolls(
+        self,
+        room: str,
+        *,
+        limit: int | None = 20,
+        user: str | None = None,
+        session: str | None = None,
+    ) -> list[RollRecord]:
+        return await self.store.rolls(room, limit=limit, user=user, session=session)
+
+    async def close(self) -> None:
+        await self.store.close()
+
+
+class RoomState:
+    """A view of the store (or of one transaction) scoped to one room and one owner (a plugin or
+    rule set)."""
+
+    def __init__(self, store: StateStore | Transaction, owner: str, room_key: str) -> None:
+        self._store = store
+        self._namespace = f"{owner}:{room_key}"
+
+    async def get(self, key: str, default: Any = None) -> Any:
+        value = await self._store.get(self._namespace, key)
+        return default if value is None else value
+
+    async def set(self, key: str, value: Any) -> None:
+        await self._store.set(self._namespace, key, value)
+
+    async def delete(self, key: str) -> None:
+        await self._store.delete(self._namespace, key)
+
+    async def keys(self, prefix: str = "") -> list[str]:
+        return await self._store.keys(self._namespace, prefix)
