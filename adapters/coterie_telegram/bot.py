@@ -81,6 +81,11 @@ ALLOWED_UPDATES = ("message", "callback_query")
 #: update ids already answered: kept two days (Telegram keeps an unconfirmed update one day)
 UPDATES_NAMESPACE = "telegram.updates"
 UPDATE_TTL = 2 * 86_400.0
+#: seconds after which an update claimed but never answered (its process died) is taken over
+#: when Telegram delivers it again
+CLAIM_LEASE = 60.0
+#: seconds between polls while only updates still being answered come back
+UNANSWERED_POLL = 0.25
 MAX_UPDATE_IDS = 2000
 #: a supergroup's id → the room id of the group it was before (``migrate_to_chat_id``)
 CHATS_NAMESPACE = "telegram.chats"
@@ -292,6 +297,8 @@ class TelegramBot:
             ttl=UPDATE_TTL,
             max_entries=MAX_UPDATE_IDS,
         )
+        #: updates received and not answered yet (polling confirms no offset past them)
+        self.unanswered: set[int] = set()
         self.buttons = ButtonBoard(core.state, credentials.bot_id, ttl=settings.button_ttl)
         self.migrations = Migrations(core.state)
         self.words = CommandWords.of(core.commands)
@@ -404,7 +411,7 @@ class TelegramBot:
             log.warning("ignored a delivery without an update_id")
             return False
         try:
-            first = await self.seen.add(str(update_id))
+            first = await self.seen.add(str(update_id), lease=CLAIM_LEASE)
         except Exception:  # a broken store must not silence the bot
             log.exception("state store failed; update %d handled without de-duplication", update_id)
             first = True
@@ -418,13 +425,26 @@ class TelegramBot:
             return True
         await self._capacity.acquire()
         chat = update.effective_chat
+        self.unanswered.add(update_id)
         self._spawn(
-            self._handle(update),
+            self._answer_update(update, update_id),
             what=f"update {update_id}",
             chat=chat.id if chat else None,
             release=True,
         )
         return True
+
+    async def _answer_update(self, update: Update, update_id: int) -> None:
+        """Handle an update, then mark it answered (in the store: a redelivery is not answered
+        again; in polling: its offset may be confirmed)."""
+        try:
+            await self._handle(update)
+        finally:
+            self.unanswered.discard(update_id)
+            try:
+                await self.seen.done(str(update_id))
+            except Exception:
+                log.exception("could not mark update %d answered", update_id)
 
     async def _handle(self, update: Update) -> None:
         if update.message is not None:
@@ -821,7 +841,11 @@ class TelegramBot:
         backoff = Backoff(initial=FIRST_BACKOFF, maximum=MAX_BACKOFF)
         try:
             while not stopping.is_set():
-                fetch = self.bot.fetch_updates(offset, self.settings.poll_timeout, ALLOWED_UPDATES)
+                # confirm nothing past an update still being answered: were the bot killed
+                # now, Telegram would send it again (and a claim not marked done is taken over)
+                confirm = min(self.unanswered, default=offset)
+                confirm = offset if offset is None or confirm is None else min(confirm, offset)
+                fetch = self.bot.fetch_updates(confirm, self.settings.poll_timeout, ALLOWED_UPDATES)
                 try:
                     batch = await until_stopped(stopping, fetch)
                 except RetryAfter as error:
@@ -838,12 +862,15 @@ class TelegramBot:
                     if batch is None:
                         break
                     backoff.reset()
+                    fresh = 0
                     for data in batch:
                         update_id = data.get("update_id")
                         if isinstance(update_id, int):
                             offset = max(offset or 0, update_id + 1)
-                        await self.receive(data)
+                        fresh += await self.receive(data)
                     wait = self.settings.poll_interval
+                    if batch and not fresh:  # only updates still being answered came back
+                        wait = max(wait, UNANSWERED_POLL)
                 if wait > 0:
                     await sleep_until_stopped(stopping, wait)
         finally:
