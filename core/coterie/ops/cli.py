@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from coterie import __version__
-from coterie.dice.sources import DiceSource, FixedDice, SeededDice, SystemDice
+from coterie.dice.sources import DiceSource, ReplayDice, SeededDice, SystemDice
 from coterie.errors import ConfigError, UsageError
 from coterie.framework.config import Config, load_config
 from coterie.framework.grammar import Parsed, Pool, check_range
@@ -285,16 +285,13 @@ def _request(args: argparse.Namespace) -> tuple[Config, Any, Any]:
 
 def cmd_roll(args: argparse.Namespace) -> int:
     _, variant, request = _request(args)
-    count = variant.dice_count(request)
-    dice: DiceSource
     if args.faces is not None:
-        faces = _faces(args.faces)
-        if len(faces) != count:
-            raise UsageError(f"--faces gives {len(faces)} faces but this roll has {count} dice")
-        dice = FixedDice(faces)
+        # any roll replays, exploding dice and re-rolls included: the rule draws what it needs
+        replay = ReplayDice(_faces(args.faces), what="--faces: ")
+        outcome = variant.roll(request, replay)
+        replay.finish()
     else:
-        dice = _dice(args.seed)
-    outcome = variant.roll(request, dice)
+        outcome = variant.roll(request, _dice(args.seed))
     if args.json:
         sys.stdout.write(json.dumps(outcome.as_json(), ensure_ascii=False) + "\n")
     else:
