@@ -11,14 +11,14 @@ import contextlib
 import getpass
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from coterie import hookimpl
 from coterie.framework.adapter import Adapter
 from coterie.framework.message import Message
-from coterie.render.elements import Reply
+from coterie.render.elements import Node, Reply
 from coterie.render.encode import to_plain
 from coterie_console.ansi import ANSI
 
@@ -34,6 +34,13 @@ class ConsoleAdapter(Adapter):
 
     name = "console"
     summary = "a chat room in the terminal"
+
+    @classmethod
+    def encode_text(cls, body: Sequence[Node]) -> str | None:
+        """The reply body as this platform is sent it (ANSI colours)."""
+        from coterie_console.ansi import AnsiEncoder
+
+        return AnsiEncoder().encode(body)
 
     def __init__(
         self,

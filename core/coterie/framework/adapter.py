@@ -10,11 +10,12 @@ from __future__ import annotations
 import asyncio
 import logging
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 if TYPE_CHECKING:
     from coterie.framework.app import Coterie
+    from coterie.render.elements import Node
 
 
 class Adapter(ABC):
@@ -36,6 +37,13 @@ class Adapter(ABC):
         """Validate the ``[adapters.NAME]`` table without connecting or reading secrets; raise
         ``ConfigError`` naming the key. Called at start and by ``coterie config check``."""
         return None  # the default adapter accepts any table
+
+    @classmethod
+    def encode_text(cls, body: Sequence[Node]) -> str | None:
+        """A reply body as the text this platform is sent, in its own markup (Slack mrkdwn,
+        Telegram HTML, Matrix ``formatted_body`` HTML): for tests (``coterie.testing``) and
+        previews. ``None``: the adapter does not say."""
+        return None
 
     @abstractmethod
     async def run(self) -> None:
