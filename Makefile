@@ -11,9 +11,10 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
-$(STAMP): $(BIN)/python pyproject.toml examples/coterie-house-rules/pyproject.toml
+$(STAMP): $(BIN)/python pyproject.toml examples/coterie-house-rules/pyproject.toml examples/coterie-cofd/pyproject.toml
 	$(BIN)/pip install --quiet -e ".[test,lint,slack,telegram,matrix,charts,bench]"
 	$(BIN)/pip install --quiet -e examples/coterie-house-rules
+	$(BIN)/pip install --quiet -e examples/coterie-cofd
 	touch $(STAMP)
 
 # Peers the tests run against, installed by `make test` itself:
@@ -64,7 +65,7 @@ lint: $(STAMP)
 	$(BIN)/lint-imports
 
 typecheck: $(STAMP)
-	$(BIN)/mypy core/coterie adapters/coterie_* plugins/coterie_*
+	$(BIN)/mypy core/coterie adapters/coterie_* plugins/coterie_* examples/coterie-cofd/coterie_cofd
 
 unit: $(STAMP) peers
 	$(BIN)/pytest -q
