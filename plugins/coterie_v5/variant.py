@@ -16,6 +16,7 @@ from coterie.framework.grammar import Grammar, Option, Parsed, Positional, short
 from coterie.framework.variant import (
     HouseRule,
     Outcome,
+    OutcomeKind,
     RollContext,
     RoomSettings,
     Standing,
@@ -549,6 +550,14 @@ class V5Variant(Variant[Request, AnyOutcome]):
     # --- actions over several messages -------------------------------------------------------
 
     team_mode = "dice"
+    outcome_kinds = (
+        OutcomeKind("critical", win=True, flags=frozenset({"critical"})),
+        OutcomeKind("messy_critical", win=True, flags=frozenset({"critical", "messy"})),
+        OutcomeKind("success", win=True),
+        OutcomeKind("failure"),
+        OutcomeKind("bestial_failure", flags=frozenset({"botch"})),
+        OutcomeKind("total_failure"),
+    )
 
     def is_botch(self, outcome: AnyOutcome) -> bool:
         """V5 has no botch; its worst result, a bestial failure, counts as one in ``!stats``."""

@@ -99,9 +99,20 @@ class CommandContext:
             botch=self.variant.is_botch(outcome),
             expected=expected_successes(self.variant, request),
             session=self.session,
-            detail=outcome.as_json(),
+            detail=logged_detail(self.variant, outcome),
         )
         await self.store.log_roll(record)
+
+
+def logged_detail(variant: Variant[Any, Any], outcome: Outcome) -> dict[str, Any]:
+    """The roll log's ``detail``: the outcome's JSON object, plus ``flags`` (sorted) when the
+    rule set flags the outcome (``Variant.outcome_kinds``): what export and ``!stats`` read
+    without knowing the rule set."""
+    detail = outcome.as_json()
+    flags = variant.flags(outcome)
+    if flags:
+        detail["flags"] = sorted(flags)
+    return detail
 
 
 def shorten_request(text: str, limit: int = 300) -> str:

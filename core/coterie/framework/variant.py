@@ -96,6 +96,43 @@ class Outcome(ABC):
         }
 
 
+#: the outcome flags a rule set may declare (:class:`OutcomeKind`): a critical win, a messy one
+#: (V5's Hunger), the rule set's worst result ("botch-like": what ``!stats`` counts as a botch),
+#: an exceptional success
+FLAGS = ("critical", "messy", "botch", "exceptional")
+
+
+@dataclass(frozen=True)
+class OutcomeKind:
+    """One ``outcome`` word a rule set can return, with what it means for code that knows no
+    rule set: charts colour bars by it, the roll log and ``!stats`` count by it, export prints
+    it."""
+
+    name: str
+    #: counts as a success (charts' "chance of success", win rates)
+    win: bool = False
+    #: among :data:`FLAGS`
+    flags: frozenset[str] = frozenset()
+
+    def __post_init__(self) -> None:
+        unknown = set(self.flags) - set(FLAGS)
+        if unknown:
+            raise ValueError(f"unknown outcome flags {sorted(unknown)}; known: {FLAGS}")
+
+    @property
+    def label(self) -> str:
+        """The name for people: ``messy_critical`` -> ``messy critical``."""
+        return self.name.replace("_", " ")
+
+
+#: what a rule set returns unless it declares otherwise
+DEFAULT_OUTCOMES = (
+    OutcomeKind("success", win=True),
+    OutcomeKind("failure"),
+    OutcomeKind("botch", flags=frozenset({"botch"})),
+)
+
+
 RequestT = TypeVar("RequestT")
 OutcomeT = TypeVar("OutcomeT", bound=Outcome)
 
@@ -170,6 +207,8 @@ class Variant(ABC, Generic[RequestT, OutcomeT]):
     #: the successes add up (:meth:`team` gives the verdict), ``"dice"`` when helpers add dice
     #: to the leader's one roll (:meth:`prepare_helpers`), ``None`` without teamwork
     team_mode: ClassVar[str | None] = None
+    #: every ``outcome`` word this rule set returns, with its flags (see :class:`OutcomeKind`)
+    outcome_kinds: ClassVar[tuple[OutcomeKind, ...]] = DEFAULT_OUTCOMES
 
     @abstractmethod
     def build(self, parsed: Parsed, settings: RoomSettings) -> RequestT:
@@ -228,8 +267,22 @@ class Variant(ABC, Generic[RequestT, OutcomeT]):
     # --- actions that span messages (core's !extended, !team start, !contest, retry NAME) -----
 
     def is_botch(self, outcome: OutcomeT) -> bool:
-        """Whether ``outcome`` counts as a botch in the roll log and ``!stats``."""
-        return outcome.outcome == "botch"
+        """Whether ``outcome`` counts as a botch in the roll log and ``!stats``: by default, an
+        outcome declared with the ``botch`` flag."""
+        return "botch" in self.flags(outcome)
+
+    def outcome_kind(self, name: str) -> OutcomeKind | None:
+        """The declared kind of the outcome word ``name``, if any."""
+        for kind in self.outcome_kinds:
+            if kind.name == name:
+                return kind
+        return None
+
+    def flags(self, outcome: OutcomeT) -> frozenset[str]:
+        """The flags of one outcome: those its word is declared with. A rule set whose flags
+        depend on more than the word overrides this."""
+        kind = self.outcome_kind(outcome.outcome)
+        return kind.flags if kind is not None else frozenset()
 
     def prepare_extended(self, parsed: Parsed, target: int, progress: int) -> None:
         """Turn a parsed ``!roll`` into a roll toward an extended action that needs ``target``

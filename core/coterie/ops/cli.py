@@ -24,7 +24,7 @@ from coterie.framework.plugins import installed_plugins
 from coterie.ops.logs import setup_logging
 from coterie.render.elements import BR
 from coterie.render.encode import to_plain
-from coterie.rulekit.odds import answer, chart_png, histogram
+from coterie.rulekit.odds import answer, chart_png, flagged, histogram
 
 EXIT_USAGE = 2
 LOG_FORMAT_HELP = "log lines as text or one JSON object each (default: [logging] format)"
@@ -306,7 +306,7 @@ def cmd_odds(args: argparse.Namespace) -> int:
         if "reroll" not in variant.odds_options:
             raise UsageError(f"the {variant.name} rules have no reroll option for odds")
         options.add("reroll")
-    dist = variant.odds(request, frozenset(options))
+    dist = flagged(variant.odds(request, frozenset(options)), variant)
     if args.chart is not None:
         png = chart_png(dist)  # before any output: a missing matplotlib is a plain usage error
         try:

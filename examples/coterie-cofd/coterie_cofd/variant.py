@@ -13,7 +13,7 @@ from coterie.dice.odds import Distribution
 from coterie.dice.sources import DiceSource, ReplayDice
 from coterie.errors import UsageError
 from coterie.framework.grammar import Grammar, Option, Parsed, Positional
-from coterie.framework.variant import Outcome, RoomSettings, Variant
+from coterie.framework.variant import Outcome, OutcomeKind, RoomSettings, Variant
 from coterie.render.elements import BR, Die, Node, Role, Text, bold, code
 from coterie_cofd import rules
 from coterie_cofd.odds import odds as exact_odds
@@ -139,6 +139,12 @@ class CofdVariant(Variant[CofdRequest, CofdOutcome]):
     default_difficulty = None
     difficulty_range = (8, 8)
     grammar = GRAMMAR
+    outcome_kinds = (
+        OutcomeKind(rules.EXCEPTIONAL_SUCCESS, win=True, flags=frozenset({"exceptional"})),
+        OutcomeKind(rules.SUCCESS, win=True),
+        OutcomeKind(rules.FAILURE),
+        OutcomeKind(rules.DRAMATIC_FAILURE, flags=frozenset({"botch"})),
+    )
 
     def build(self, parsed: Parsed, settings: RoomSettings) -> CofdRequest:
         pool = parsed.pool()
