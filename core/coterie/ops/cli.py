@@ -323,6 +323,19 @@ def cmd_odds(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_new_plugin(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from coterie.ops.scaffold import new_plugin
+
+    root = new_plugin(args.name, Path(args.dir))
+    sys.stdout.write(
+        f"wrote {root}: pip install -e {root}, then `pytest {root}` and "
+        f"`coterie roll --variant {args.name} --pool 5`\n"
+    )
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="coterie", description="Storyteller dice bots for every chat platform."
@@ -414,6 +427,13 @@ def build_parser() -> argparse.ArgumentParser:
     odds.add_argument("--chart", metavar="PNG", help="write a bar chart to this file")
     odds.add_argument("--config", help="config file")
     odds.set_defaults(func=cmd_odds)
+
+    new = sub.add_parser(
+        "new-plugin", help="write a new rule-set plugin distribution (with passing tests)"
+    )
+    new.add_argument("name", metavar="NAME", help="the plugin and rule set name, e.g. tally")
+    new.add_argument("--dir", default=".", help="where to write coterie-NAME/ (default: here)")
+    new.set_defaults(func=cmd_new_plugin)
     return parser
 
 
