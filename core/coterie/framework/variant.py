@@ -45,6 +45,22 @@ class HouseRule:
             raise ValueError(f"{self.name} goes from {low} to {high}, not {value}")
         return value
 
+    def read(self, word: str) -> bool | int:
+        """A value written as text (``on``/``off``/``true``/``false``/``yes``/``no``, a number),
+        checked; ``ValueError`` saying what the rule takes. What ``coterie roll --option`` uses."""
+        word = word.strip().lower()
+        if isinstance(self.default, bool):
+            if word in ("on", "true", "yes", "1"):
+                return True
+            if word in ("off", "false", "no", "0"):
+                return False
+            raise ValueError(f"{self.name} is on or off, not {word!r}")
+        try:
+            number = int(word)
+        except ValueError:
+            raise ValueError(f"{self.name} is a whole number, not {word!r}") from None
+        return self.check(number)
+
 
 @dataclass(frozen=True)
 class RoomSettings:

@@ -35,8 +35,26 @@ def die_kinds(again: int | None, rote: bool) -> tuple[ExplodingDie, ExplodingDie
 
 
 @cached
-def pool_odds(pool: int, again: int | None, rote: bool, bound: float = TAIL_BOUND) -> Distribution:
-    roll = CofdRequest(str(pool), pool, again, rote).describe()
+def pool_odds(
+    pool: int,
+    again: int | None,
+    rote: bool,
+    bound: float = TAIL_BOUND,
+    chance_again: bool = False,
+) -> Distribution:
+    roll = CofdRequest(str(pool), pool, again, rote, chance_again=chance_again).describe()
+    if pool <= 0 and chance_again:  # the 10 (1 case of 10) adds a 10-again chain
+        chain = exploding_pool(1, die_kinds(10, False)[0], bound=bound)
+        found: dict[Key, int] = {
+            (rules.FAILURE, 0): (rules.SIDES - 2) * chain.total,
+            (rules.DRAMATIC_FAILURE, 0): chain.total,
+        }
+        for successes, ways in chain.counts.items():
+            found[(rules.outcome_of(1 + successes), 1 + successes)] = ways
+        total = rules.SIDES * chain.total
+        return Distribution(
+            "cofd", roll, rules.OUTCOMES, found, total, wins=WINS, note=chain.note()
+        )
     if pool <= 0:  # the chance die: 1 case of 10 succeeds, 1 is a dramatic failure
         counts: dict[Key, int] = {
             (rules.SUCCESS, 1): 1,
@@ -57,7 +75,8 @@ def pool_odds(pool: int, again: int | None, rote: bool, bound: float = TAIL_BOUN
 
 def odds(request: CofdRequest) -> Distribution:
     """The distribution of ``request``'s outcome and successes."""
-    dist = pool_odds(request.pool, request.again, request.rote)
+    chance_again = request.chance and request.chance_again
+    dist = pool_odds(request.pool, request.again, request.rote, chance_again=chance_again)
     roll = request.describe()
     if dist.roll == roll:
         return dist

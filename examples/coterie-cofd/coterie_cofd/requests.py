@@ -17,6 +17,8 @@ class CofdRequest:
     again: int | None = 10
     rote: bool = False
     willpower: bool = False
+    #: the room's house rule: a chance die's 10 adds a die (10-again)
+    chance_again: bool = False
 
     @property
     def chance(self) -> bool:
@@ -25,7 +27,7 @@ class CofdRequest:
     def describe(self) -> str:
         """The roll in words: ``6 dice, 9-again, rote`` or ``a chance die (pool 2-3)``."""
         if self.chance:
-            head = "a chance die"
+            head = "a chance die" + (" (10-again)" if self.chance_again else "")
         else:
             head = f"{self.pool} {'die' if self.pool == 1 else 'dice'}"
         parts = [head]

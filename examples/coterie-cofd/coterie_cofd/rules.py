@@ -95,12 +95,21 @@ def _waves(first: Sequence[int], source: str, again: int | None, draw: Draw) -> 
     return dice
 
 
-def roll(pool: int, again: int | None, rote: bool, draw: Draw) -> Roll:
-    """A roll of ``pool`` dice (the chance die when ``pool`` is 0 or less)."""
+def roll(
+    pool: int, again: int | None, rote: bool, draw: Draw, *, chance_again: bool = False
+) -> Roll:
+    """A roll of ``pool`` dice (the chance die when ``pool`` is 0 or less; with the house rule
+    ``chance_again``, a chance die's 10 adds a die under 10-again, and those dice count from 8)."""
     if again is not None and again not in AGAINS:
         raise ValueError(f"no {again}-again rule")
     if pool <= 0:
-        return chance_die(draw(1)[0])
+        chance = chance_die(draw(1)[0])
+        if not (chance_again and chance.successes):
+            return chance
+        first = Die(SIDES, CHANCE, True, explodes=True)
+        added = _waves(draw(1), AGAIN, SIDES, draw)
+        successes = 1 + sum(die.success for die in added)
+        return Roll((first, *added), successes, outcome_of(successes))
     faces = list(draw(pool))
     dice = _waves(faces, POOL, again, draw)
     if rote:

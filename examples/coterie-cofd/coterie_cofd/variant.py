@@ -13,7 +13,7 @@ from coterie.dice.odds import Distribution
 from coterie.dice.sources import DiceSource, ReplayDice
 from coterie.errors import UsageError
 from coterie.framework.grammar import Grammar, Option, Parsed, Positional
-from coterie.framework.variant import Outcome, OutcomeKind, RoomSettings, Variant
+from coterie.framework.variant import HouseRule, Outcome, OutcomeKind, RoomSettings, Variant
 from coterie.render.elements import BR, Die, Node, Role, Text, bold, code
 from coterie_cofd import rules
 from coterie_cofd.odds import odds as exact_odds
@@ -79,6 +79,7 @@ class CofdOutcome(Outcome):
             "rote": request.rote,
             "willpower": request.willpower,
             "chance": request.chance,
+            "chance_again": request.chance_again,
             "sources": [die.source for die in self.roll.dice],
         }
 
@@ -139,6 +140,13 @@ class CofdVariant(Variant[CofdRequest, CofdOutcome]):
     default_difficulty = None
     difficulty_range = (8, 8)
     grammar = GRAMMAR
+    house_rules = (
+        HouseRule(
+            "chance_again",
+            False,
+            "a chance die's 10 adds a die (10-again), which succeeds on 8 or more as usual",
+        ),
+    )
     outcome_kinds = (
         OutcomeKind(rules.EXCEPTIONAL_SUCCESS, win=True, flags=frozenset({"exceptional"})),
         OutcomeKind(rules.SUCCESS, win=True),
@@ -156,7 +164,8 @@ class CofdVariant(Variant[CofdRequest, CofdOutcome]):
         again = _AGAIN_FLAGS[chosen[0]] if chosen else 10
         willpower = parsed.flag("willpower")
         dice = pool.total + (rules.WILLPOWER_DICE if willpower else 0)
-        return CofdRequest(str(pool), dice, again, parsed.flag("rote"), willpower)
+        chance_again = bool(settings.rule(self, "chance_again"))
+        return CofdRequest(str(pool), dice, again, parsed.flag("rote"), willpower, chance_again)
 
     def dice_count(self, request: CofdRequest) -> int:
         """The pool's dice (the chance die is one); again and rote draw more as they go."""
@@ -164,7 +173,11 @@ class CofdVariant(Variant[CofdRequest, CofdOutcome]):
 
     def roll(self, request: CofdRequest, dice: DiceSource) -> CofdOutcome:
         played = rules.roll(
-            request.pool, request.again, request.rote, lambda n: dice.roll(n, rules.SIDES)
+            request.pool,
+            request.again,
+            request.rote,
+            lambda n: dice.roll(n, rules.SIDES),
+            chance_again=request.chance_again,
         )
         return CofdOutcome(request, played, variant=self.name)
 

@@ -101,6 +101,7 @@ def test_json_contract() -> None:
         "rote": True,
         "willpower": False,
         "chance": False,
+        "chance_again": False,
         "sources": ["pool", "pool", "again", "rote"],
     }
 
@@ -224,3 +225,40 @@ def test_odds_agree_with_every_replay_of_small_pools() -> None:
 def test_rules_constants() -> None:
     assert rules.TARGET == 8 and rules.EXCEPTIONAL == 5 and rules.WILLPOWER_DICE == 3
     assert Parsed(values={"pool": Pool.of(4)}).pool() == Pool.of(4)
+
+
+# --- the room option chance_again, declared once (HouseRule) and read everywhere ---------------
+
+
+def test_chance_again_is_a_room_option(coterie_table) -> None:
+    table = coterie_table(
+        ["cofd"], faces=[10, 10, 8, 10, 4], defaults={"house_rules": {"chance_again": True}}
+    )
+    said = table.say("!roll 0")
+    assert said.lines[1:] == ["a chance die (10-again): 10 · again 10 8", "3 successes"]
+    plain = coterie_table(["cofd"], faces=[10])
+    assert plain.say("!roll 0").lines[1:] == ["a chance die: 10", "1 success"]
+    odds = table.say("!odds 0").lines
+    assert odds[0] == "Odds — a chance die (10-again)"
+    assert odds[1].startswith("exceptional success <0.1% · success 10.0%")
+
+
+def test_chance_again_from_the_command_line(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = cli(capsys, "--pool", "0", "--option", "chance_again=on", "--faces", "10,9")
+    assert code == 0 and out.splitlines()[-1] == "2 successes"
+    code, _, err = cli(capsys, "--pool", "0", "--option", "chance_again=5")
+    assert code == 2 and "chance_again is on or off, not '5'" in err
+    code, _, err = cli(capsys, "--pool", "3", "--option", "9agin")
+    assert code == 2 and "no option '9agin'. Did you mean 9again?" in err
+    assert "Options: 8again, 9again, chance_again, noagain, rote, wp" in err
+    code, out, _ = cli(capsys, "--pool", "2", "--option", "rote", "--faces", "1,2,8,3", "--json")
+    assert code == 0 and json.loads(out)["rote"] is True
+
+
+def test_chance_again_in_the_config_is_checked(tmp_path) -> None:
+    config = tmp_path / "c.toml"
+    config.write_text(
+        '[plugins]\nenable = ["cofd"]\n[defaults]\nvariant = "cofd"\n'
+        "[defaults.house_rules]\nchance_agian = true\n"
+    )
+    assert main(["config", "check", str(config)]) == 3

@@ -98,3 +98,23 @@ def test_willpower_is_three_more_dice() -> None:
     ours = VARIANT.odds(request).table
     theirs = model(1, 10, False)
     assert max(abs(float(ours.get(k, 0) - theirs.get(k, 0))) for k in theirs) < TOLERANCE
+
+
+def test_chance_again_matches_the_model() -> None:
+    """The room option: a chance die's 10 is a success and adds a 10-again chain."""
+    settings = RoomSettings("cofd", house_rules={"chance_again": True})
+    request = VARIANT.build(parse(tokens("0"), VARIANT.grammar), settings)
+    ours = VARIANT.odds(request).table
+    chain10 = chain(10)
+    die = icepool.Die([0] * 9 + [chain10 + 1])  # faces 1-9 fail, a 10 succeeds and adds a die
+    theirs: dict[tuple[str, int], Fraction] = {
+        ("dramatic_failure", 0): Fraction(1, 10),
+        ("failure", 0): Fraction(8, 10),
+    }
+    denominator = die.denominator()
+    for successes, quantity in die.items():
+        if successes:
+            key = ("exceptional_success" if successes >= 5 else "success", successes)
+            theirs[key] = Fraction(quantity, denominator)
+    for key in set(ours) | set(theirs):
+        assert abs(float(ours.get(key, 0)) - float(theirs.get(key, 0))) < TOLERANCE, key
