@@ -207,6 +207,10 @@ class Table:
             raise AssertionError(f"the bot did not answer {text!r}")
         return said
 
+    def run(self, coroutine: Any) -> Any:
+        """Run a coroutine on the table's event loop (``table.run(table.app.start())``)."""
+        return self._run(coroutine)
+
     def _run(self, coroutine: Any) -> Any:
         if self._runner is None:
             self._runner = asyncio.Runner()
@@ -280,6 +284,7 @@ def make_table(
     config: Config | None = None,
     user: str = "ana",
     room: str = "table",
+    settings: Mapping[str, Mapping[str, Any]] | None = None,
     **tables: Any,
 ) -> Table:
     """A :class:`Table`.
@@ -289,6 +294,8 @@ def make_table(
       entry point would be). Only these load, whatever else is installed.
     * dice: ``dice`` if given; else a :class:`FaceQueue` of ``faces`` if given; else
       ``SeededDice(seed)``.
+    * ``settings``: plugin settings tables, ``{"cofd": {"tail_bound": 1e-9}}`` (the config's
+      ``[plugins.settings.NAME]``, checked against what the plugins declare).
     * ``variant``: the default rule set (``[defaults] variant``); ``tables``: other top-level
       config tables as dicts (``limits={"max_dice": 10}``); or a ready ``config``.
     """
@@ -303,6 +310,8 @@ def make_table(
     if config is None:
         tables = dict(tables)
         tables["plugins"] = {**tables.get("plugins", {}), "enable": names}
+        if settings is not None:
+            tables["plugins"]["settings"] = {k: dict(v) for k, v in settings.items()}
         if variant is not None:
             tables["defaults"] = {**tables.get("defaults", {}), "variant": variant}
         config = parse_config(tables, "coterie.testing config")

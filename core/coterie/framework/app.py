@@ -22,6 +22,7 @@ from coterie.framework.metrics import Metrics
 from coterie.framework.plugins import PluginHost
 from coterie.framework.ratelimit import RateLimiter, describe_wait
 from coterie.framework.replies import check_elements, error_reply, localise_buttons
+from coterie.framework.settings import check_plugin_settings
 from coterie.framework.variant import RoomSettings, Variant
 from coterie.render.elements import (
     Reply,
@@ -73,6 +74,8 @@ class Coterie:
         self._settings_memo: dict[str, tuple[dict[str, Any], Config, RoomSettings]] = {}
         self._collect()
         self._check_config()
+        #: each plugin's ``[plugins.settings.NAME]`` with its declared defaults (coterie_settings)
+        self.plugin_settings: dict[str, dict[str, Any]] = self._check_plugin_settings()
 
     @property
     def state(self) -> AmbientStore:
@@ -130,6 +133,11 @@ class Coterie:
                     self._bad(plugin, "coterie_adapters", f"adapter {cls.name!r} exists")
                 else:
                     self.adapter_classes[cls.name] = cls
+
+    def _check_plugin_settings(self) -> dict[str, dict[str, Any]]:
+        """Every declaring plugin's settings table checked (all problems in one ConfigError)."""
+        listed = self._listed("coterie_settings")
+        return check_plugin_settings(listed, self.config.plugins.settings, self._bad)
 
     def _bad(self, plugin: str, hook: str, problem: str) -> None:
         self.host._fail(plugin, hook, TypeError(problem))

@@ -13,17 +13,17 @@ import logging
 import os
 import sys
 from collections.abc import Sequence
-from dataclasses import replace
 from typing import Any
 
 from coterie import __version__
 from coterie.dice.sources import DiceSource, ReplayDice, SeededDice, SystemDice
 from coterie.errors import ConfigError, UsageError
 from coterie.framework.config import Config, load_config
-from coterie.framework.grammar import Parsed, Pool, check_range, suggest
+from coterie.framework.grammar import Parsed, Pool, check_range
 from coterie.framework.plugins import installed_plugins
-from coterie.framework.variant import RoomSettings
 from coterie.ops.logs import setup_logging
+from coterie.ops.options import apply_options
+from coterie.ops.scaffold import cmd_new_plugin
 from coterie.render.elements import BR
 from coterie.render.encode import to_plain
 from coterie.rulekit.odds import answer, chart_png, flagged, histogram
@@ -278,60 +278,12 @@ def _request(args: argparse.Namespace) -> tuple[Config, Any, Any]:
         if isinstance(value, int) and not isinstance(value, bool):
             check_range(value, slot.minimum, slot.maximum, f"--{slot.name}")
     settings = asyncio.run(app.room_settings("cli:roll"))
-    settings = _options(variant, getattr(args, "option", None) or [], values, settings)
+    settings = apply_options(variant, getattr(args, "option", None) or [], values, settings)
     request = variant.build(Parsed(values=values), settings)
     count = variant.dice_count(request)
     if count > config.limits.max_dice:
         raise UsageError(f"that is {count} dice; a roll may have at most {config.limits.max_dice}")
     return config, variant, request
-
-
-def _options(
-    variant: Any, given: Sequence[str], values: dict[str, Any], settings: RoomSettings
-) -> RoomSettings:
-    """``--option NAME[=VALUE]``: a house rule the rule set declares (as ``!set`` and the config
-    take it), or one of its ``!roll`` options (a flag, or ``NAME=N``); anything else is refused
-    with the rule set's options listed."""
-    rules = {rule.name: rule for rule in variant.house_rules}
-    grammar = {name: option for option in variant.grammar.options for name in option.names}
-    house = dict(settings.house_rules)
-    for text in given:
-        name, has_value, raw = text.partition("=")
-        name = name.strip().lower()
-        if name in rules:
-            if not has_value:
-                if not isinstance(rules[name].default, bool):
-                    raise UsageError(f"--option {name} needs a value: {name}=N")
-                raw = "on"
-            try:
-                house[name] = rules[name].read(raw)
-            except ValueError as error:
-                raise UsageError(f"--option {name}: {error}") from None
-            continue
-        option = grammar.get(name)
-        if option is None:
-            known = sorted([*rules, *(o.name for o in variant.grammar.options)])
-            close = suggest(name, known)
-            hint = f" Did you mean {close}?" if close else ""
-            raise UsageError(
-                f"--option: the {variant.name} rules have no option {name!r}.{hint} "
-                f"Options: {', '.join(known) or 'none'}"
-            )
-        if option.kind == "flag":
-            if has_value and raw.strip().lower() not in ("on", "true", "yes", "1"):
-                raise UsageError(f"--option {name} is a flag: give it without a value")
-            values[option.dest] = True
-        elif not has_value:
-            raise UsageError(f"--option {name} needs a value: {name}={option.metavar}")
-        elif option.kind == "int":
-            try:
-                number = int(raw)
-            except ValueError:
-                raise UsageError(f"--option {name} takes a number, not {raw!r}") from None
-            values[option.dest] = check_range(number, option.minimum, option.maximum, name)
-        else:
-            values[option.dest] = raw.strip().lower()
-    return replace(settings, house_rules=house)
 
 
 def cmd_roll(args: argparse.Namespace) -> int:
@@ -371,19 +323,6 @@ def cmd_odds(args: argparse.Namespace) -> int:
         sys.stdout.write(to_plain([*answer(dist), BR, *histogram(dist)]) + "\n")
         if args.chart is not None:
             sys.stdout.write(f"(chart saved to {args.chart})\n")
-    return 0
-
-
-def cmd_new_plugin(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
-    from coterie.ops.scaffold import new_plugin
-
-    root = new_plugin(args.name, Path(args.dir))
-    sys.stdout.write(
-        f"wrote {root}: pip install -e {root}, then `pytest {root}` and "
-        f"`coterie roll --variant {args.name} --pool 5`\n"
-    )
     return 0
 
 

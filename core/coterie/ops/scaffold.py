@@ -8,7 +8,9 @@ Change the rules from there (docs/writing_plugins.md).
 
 from __future__ import annotations
 
+import argparse
 import re
+import sys
 from pathlib import Path
 
 from coterie.errors import UsageError
@@ -275,3 +277,13 @@ def new_plugin(name: str, where: Path) -> Path:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(template.format(**values), encoding="utf-8")
     return root
+
+
+def cmd_new_plugin(args: argparse.Namespace) -> int:
+    """``coterie new-plugin NAME [--dir DIR]``."""
+    root = new_plugin(args.name, Path(args.dir))
+    sys.stdout.write(
+        f"wrote {root}: pip install -e {root}, then `pytest {root}` and "
+        f"`coterie roll --variant {args.name} --pool 5`\n"
+    )
+    return 0

@@ -73,10 +73,10 @@ def pool_odds(
     )
 
 
-def odds(request: CofdRequest) -> Distribution:
-    """The distribution of ``request``'s outcome and successes."""
+def odds(request: CofdRequest, bound: float = TAIL_BOUND) -> Distribution:
+    """The distribution of ``request``'s outcome and successes (the tail below ``bound`` cut)."""
     chance_again = request.chance and request.chance_again
-    dist = pool_odds(request.pool, request.again, request.rote, chance_again=chance_again)
+    dist = pool_odds(request.pool, request.again, request.rote, bound, chance_again)
     roll = request.describe()
     if dist.roll == roll:
         return dist

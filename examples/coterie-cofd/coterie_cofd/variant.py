@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from coterie.dice.exploding import TAIL_BOUND
 from coterie.dice.odds import Distribution
 from coterie.dice.sources import DiceSource, ReplayDice
 from coterie.errors import UsageError
@@ -140,6 +141,8 @@ class CofdVariant(Variant[CofdRequest, CofdOutcome]):
     default_difficulty = None
     difficulty_range = (8, 8)
     grammar = GRAMMAR
+    #: the odds leave out less than this (``[plugins.settings.cofd] tail_bound``, set at start)
+    tail_bound = TAIL_BOUND
     house_rules = (
         HouseRule(
             "chance_again",
@@ -190,7 +193,7 @@ class CofdVariant(Variant[CofdRequest, CofdOutcome]):
             CofdVariant.roll
         ):
             raise UsageError(f"the {self.name} rules count rolls their own way")
-        return exact_odds(request)
+        return exact_odds(request, self.tail_bound)
 
     def help(self) -> list[Node]:
         return [

@@ -262,3 +262,38 @@ def test_chance_again_in_the_config_is_checked(tmp_path) -> None:
         "[defaults.house_rules]\nchance_agian = true\n"
     )
     assert main(["config", "check", str(config)]) == 3
+
+
+# --- plugin settings: declared with coterie_settings, checked at start, all errors at once -----
+
+
+def test_tail_bound_setting(coterie_table) -> None:
+    table = coterie_table(["cofd"], settings={"cofd": {"tail_bound": 1e-6}})
+    table.run(table.app.start())
+    note = table.say("!odds 4").lines[4]
+    left_out = float(note.split("less likely than ")[1].split(",")[0])
+    assert 1e-8 < left_out <= 1e-6, note  # a coarser cut than the default 1e-12
+    default = coterie_table(["cofd"])
+    default.run(default.app.start())
+    assert default.app.plugin_settings["cofd"] == {"tail_bound": 1e-12}
+    assert default.app.variants["cofd"].tail_bound == 1e-12
+
+
+def test_bad_settings_are_all_reported_at_once(tmp_path, capsys) -> None:
+    config = tmp_path / "c.toml"
+    config.write_text(
+        '[plugins]\nenable = ["cofd"]\n[defaults]\nvariant = "cofd"\n'
+        "[plugins.settings.cofd]\ntail_bund = 1e-9\n"
+    )
+    assert main(["config", "check", str(config)]) == 3
+    err = capsys.readouterr().err
+    assert "plugins.settings.cofd.tail_bund: cofd has no such setting" in err
+    assert "did you mean 'tail_bound'?" in err
+    config.write_text(
+        '[plugins]\nenable = ["cofd"]\n[defaults]\nvariant = "cofd"\n'
+        '[plugins.settings.cofd]\ntail_bound = "small"\nextra = 1\n'
+    )
+    assert main(["config", "check", str(config)]) == 3
+    err = capsys.readouterr().err
+    assert "2 problem(s) in plugin settings" in err
+    assert "tail_bound: is a number, not 'small'" in err and "cofd.extra:" in err
