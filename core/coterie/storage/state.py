@@ -6,8 +6,8 @@ free botch) here; plugins get the same API through ``app.state`` and ``ctx.state
 Two implementations share the :class:`StateStore` protocol and one test suite:
 
 * :class:`MemoryStore` — process-local, for tests and throw-away bots;
-* :class:`coterie.sqlstore.SQLStore` — SQLAlchemy 2 (async) on SQLite (WAL, the default) or
-  PostgreSQL (asyncpg), with Alembic migrations.
+* :class:`coterie.sqlstore.SQLStore` — SQLite (WAL, the default; :mod:`sqlite3` on the event
+  loop) or PostgreSQL (asyncpg), with Alembic migrations.
 
 Every change that belongs together goes through one :meth:`StateStore.transaction`: its writes
 land together or not at all, and two transactions on the same ``lock`` key (a room) never
@@ -45,7 +45,7 @@ class RollRecord:
     #: the result name (``success``, ``failure``, ``botch``, ...)
     outcome: str
     successes: int
-    #: a botch (or the rule set's worst result, e.g. V5's bestial failure)
+    #: a botch (V5 has none: its notable results are counted by name, see ``!stats``)
     botch: bool = False
     #: the expected ``successes`` of this request from the odds engine, when it can tell
     expected: float | None = None
@@ -66,6 +66,26 @@ class RollRecord:
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> RollRecord:
         return cls(**data)
+
+    @property
+    def hunger(self) -> int:
+        """How many of the last :attr:`faces` are Hunger dice (V5), as the log records it."""
+        value = self.detail.get("hunger_dice", 0) if isinstance(self.detail, dict) else 0
+        return value if isinstance(value, int) and 0 <= value <= len(self.faces) else 0
+
+
+def faces_text(record: RollRecord, limit: int | None = None) -> str:
+    """The logged faces as ``!log`` and the export show them: ``10 2 | Hunger 10`` when some
+    are Hunger dice; at most ``limit`` faces, then ``…``."""
+    shown = record.faces if limit is None else record.faces[:limit]
+    hunger_from = len(record.faces) - record.hunger  # where the Hunger dice start
+    words: list[str] = []
+    for index, face in enumerate(shown):
+        if index == hunger_from:
+            words += ["|", "Hunger"] if index else ["Hunger"]
+        words.append(str(face))
+    more = limit is not None and len(record.faces) > limit
+    return " ".join(words) + (" …" if more else "")
 
 
 @runtime_checkable
@@ -273,6 +293,18 @@ class MemoryStore:
 
     async def get(self, namespace: str, key: str) -> Any | None:
         return json_copy(self._data.get((namespace, key)))
+
+    async def expire(self, namespace: str, before: float) -> int:
+        """Remove the values of ``namespace`` stamped (``"at"``) before ``before``; how many."""
+        old = [
+            k
+            for k, v in self._data.items()
+            if k[0] == namespace and isinstance(v, dict) and v.get("at", before) < before
+        ]
+        async with self._commit:
+            for k in old:
+                self._data.pop(k, None)
+        return len(old)
 
     async def set(self, namespace: str, key: str, value: Any) -> None:
         copied = json_copy(value)

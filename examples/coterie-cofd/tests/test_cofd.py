@@ -143,10 +143,12 @@ def test_chat_errors_roll_nothing(coterie_table) -> None:
 def test_odds_in_chat(coterie_table) -> None:
     table = coterie_table(["cofd"])
     lines = table.say("!odds 0").lines
-    assert lines[1] == "success 10.0% · failure 80.0% · dramatic failure 10.0%"
+    assert lines[1] == "Chance of success: 10.0%"
+    assert lines[2] == "success 10.0% · failure 80.0% · dramatic failure 10.0%"
     lines = table.say("!odds 3 rote chart").lines
     assert lines[0] == "Odds — 3 dice, rote"
-    assert lines[4].startswith("exploding dice counted up to")
+    assert lines[1] == "Chance of success: 88.2%"
+    assert lines[5].startswith("exploding dice counted up to")
     assert table.say("!odds 3 rote chart").reply.body[-1].alt.startswith("Odds chart (cofd)")
 
 
@@ -240,7 +242,7 @@ def test_chance_again_is_a_room_option(coterie_table) -> None:
     assert plain.say("!roll 0").lines[1:] == ["a chance die: 10", "1 success"]
     odds = table.say("!odds 0").lines
     assert odds[0] == "Odds — a chance die (10-again)"
-    assert odds[1].startswith("exceptional success <0.1% · success 10.0%")
+    assert odds[2].startswith("exceptional success <0.1% · success 10.0%")
 
 
 def test_chance_again_from_the_command_line(capsys: pytest.CaptureFixture[str]) -> None:
@@ -270,7 +272,7 @@ def test_chance_again_in_the_config_is_checked(tmp_path) -> None:
 def test_tail_bound_setting(coterie_table) -> None:
     table = coterie_table(["cofd"], settings={"cofd": {"tail_bound": 1e-6}})
     table.run(table.app.start())
-    note = table.say("!odds 4").lines[4]
+    note = next(x for x in table.say("!odds 4").lines if x.startswith("exploding dice"))
     left_out = float(note.split("less likely than ")[1].split(",")[0])
     assert 1e-8 < left_out <= 1e-6, note  # a coarser cut than the default 1e-12
     default = coterie_table(["cofd"])
