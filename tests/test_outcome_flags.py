@@ -100,3 +100,21 @@ def test_chart_colours_come_from_the_flags() -> None:
     assert outcome_colour(dist, "exceptional_success") == colours["exceptional"]
     assert outcome_colour(dist, "failure") == "#adb5bd"
     table.close()
+
+
+def test_stats_counts_the_flagged_outcomes_with_no_code_per_rule_set() -> None:
+    table = make_table(["cofd"], faces=[8, 8, 8, 9, 10, 2, 1, 3])
+    table.say("!roll 5")  # exceptional
+    table.say("!roll 0")  # dramatic failure
+    table.say("!roll 1")  # failure
+    line = table.say("!stats").lines[1]
+    assert line.endswith(", 1 exceptional success, 1 dramatic failure")
+    assert table.app.variants["cofd"].stats_tallies() == (
+        ("exceptional_success", "exceptional success"),
+        ("dramatic_failure", "dramatic failure"),
+    )
+    # rule sets that set their own tallies (v5) or declare nothing (revised) keep them
+    v5 = make_table(["v5"]).app.variants["v5"]
+    assert v5.stats_tallies() == v5.tallies
+    assert make_table(["revised"]).app.variants["revised"].stats_tallies() == (("botch", "botch"),)
+    table.close()

@@ -644,7 +644,7 @@ class V5Variant(Variant[Request, AnyOutcome]):
         OutcomeKind("messy_critical", win=True, flags=frozenset({"critical", "messy"})),
         OutcomeKind("success", win=True),
         OutcomeKind("failure"),
-        OutcomeKind("bestial_failure", flags=frozenset({"botch"})),
+        OutcomeKind("bestial_failure"),
         OutcomeKind("total_failure"),
     )
 

@@ -342,6 +342,14 @@ class Variant(ABC, Generic[RequestT, OutcomeT]):
         outcome declared with the ``botch`` flag."""
         return "botch" in self.flags(outcome)
 
+    def stats_tallies(self) -> tuple[tuple[str, str], ...]:
+        """What ``!stats`` counts: :attr:`tallies` when the rule set sets them, else every
+        declared outcome with a flag (the ``botch`` one counted through :meth:`is_botch`)."""
+        own = any("tallies" in vars(cls) for cls in type(self).__mro__ if cls is not Variant)
+        if own or self.outcome_kinds is DEFAULT_OUTCOMES:
+            return self.tallies
+        return tuple((kind.name, kind.label) for kind in self.outcome_kinds if kind.flags)
+
     def outcome_kind(self, name: str) -> OutcomeKind | None:
         """The declared kind of the outcome word ``name``, if any."""
         for kind in self.outcome_kinds:
