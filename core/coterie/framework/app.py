@@ -24,6 +24,7 @@ from coterie.framework.plugins import PluginHost
 from coterie.framework.ratelimit import RateLimiter, describe_wait
 from coterie.framework.replies import check_elements, error_reply, localise_buttons
 from coterie.framework.sessions import current_play
+from coterie.framework.settings import check_plugin_settings
 from coterie.framework.supervise import Supervisor
 from coterie.framework.variant import RoomSettings, Variant
 from coterie.render.elements import (
@@ -76,6 +77,10 @@ class Coterie:
         self.sweeper = Sweeper(lambda: self._state.store)
         self._collect()
         self._check_config()
+        #: each plugin's ``[plugins.settings.NAME]`` with its declared defaults (coterie_settings)
+        self.plugin_settings: dict[str, dict[str, Any]] = check_plugin_settings(
+            self._listed("coterie_settings"), config.plugins.settings, self._bad
+        )
 
     @property
     def state(self) -> AmbientStore:
