@@ -4,7 +4,6 @@ adapter (console, Slack, Telegram, Matrix) goes through: :meth:`Coterie.handle`.
 from __future__ import annotations
 
 import asyncio
-import inspect
 import logging
 import time
 from collections.abc import Sequence
@@ -16,6 +15,7 @@ from coterie.framework.adapter import Adapter
 from coterie.framework.commands import Command, CommandContext, new_roll_id
 from coterie.framework.config import Config
 from coterie.framework.grammar import CommandLine, localise, shorten, split_command, suggest
+from coterie.framework.guard import CommandGuard, CommandRefused
 from coterie.framework.limits import limit_reply
 from coterie.framework.message import Message
 from coterie.framework.metrics import Metrics
@@ -67,6 +67,8 @@ class Coterie:
         self.rate_limiter = RateLimiter(config.limits.rate)
         #: Prometheus counters and the latency histogram (``/metrics``, :mod:`coterie.ops`)
         self.metrics = Metrics()
+        #: the time limit of every command and the isolation of third-party handlers
+        self.guard = CommandGuard(self.host, config.limits)
         #: chat-made room settings changes so far (``handle`` re-reads settings after one)
         self._room_writes = 0
         #: room key → (stored chat changes, config, the settings merged from them), bounded
@@ -178,6 +180,7 @@ class Coterie:
 
     async def stop(self) -> None:
         await self.host.call_async("coterie_shutdown", app=self)
+        self.guard.close()
         await self.state.close()
 
     async def run_adapters(self, names: Sequence[str] | None = None) -> None:
@@ -420,9 +423,11 @@ class Coterie:
                 async with self.state.transaction(lock=room) as tx:
                     context.tx = tx
                     context.session = await current_session(tx, room)
-                    reply = await self._call(command, context)
+                    reply = await self.guard.run(command, context, self._call)
             else:
-                reply = await self._call(command, context)
+                reply = await self.guard.run(command, context, self._call)
+        except CommandRefused as refused:  # too long, or fenced: rolled back, room free again
+            return refused.reply
         except UsageError as error:
             usage = localise(error.usage or command.usage, context.settings.prefix)
             return error_reply(error.message, usage=usage, hint=error.hint)
@@ -444,9 +449,7 @@ class Coterie:
         return reply
 
     async def _call(self, command: Command, context: CommandContext) -> Reply:
-        result = command.handler(context)
-        if inspect.isawaitable(result):
-            result = await result
+        result = await self.guard.invoke(command, context)
         reply = result if isinstance(result, Reply) else Reply(list(result))
         reply.body = [Text(node) if isinstance(node, str) else node for node in reply.body]
         check_elements(reply.body)
