@@ -20,7 +20,7 @@ from coterie.framework.limits import limit_reply
 from coterie.framework.message import Message
 from coterie.framework.metrics import Metrics
 from coterie.framework.plugins import PluginHost
-from coterie.framework.ratelimit import RateLimiter, describe_wait
+from coterie.framework.ratelimit import limiter_for, slow_down
 from coterie.framework.replies import check_elements, error_reply, localise_buttons
 from coterie.framework.variant import RoomSettings, Variant
 from coterie.render.elements import (
@@ -63,8 +63,9 @@ class Coterie:
         self.variants: dict[str, Variant[Any, Any]] = {}
         self.commands: list[Command] = []
         self.adapter_classes: dict[str, type[Adapter]] = {}
-        #: per-user and per-room token buckets (``[limits.rate]``); tests may swap its clock
-        self.rate_limiter = RateLimiter(config.limits.rate)
+        #: per-user and per-room token buckets (``[limits.rate]``), shared through a PostgreSQL
+        #: store by every worker on it; tests may swap its clock
+        self.rate_limiter = limiter_for(config.limits.rate, self._state.store)
         #: Prometheus counters and the latency histogram (``/metrics``, :mod:`coterie.ops`)
         self.metrics = Metrics()
         #: the time limit of every command and the isolation of third-party handlers
@@ -85,6 +86,9 @@ class Coterie:
     @state.setter
     def state(self, store: StateStore) -> None:
         self._state = store if isinstance(store, AmbientStore) else AmbientStore(store)
+        self.rate_limiter = limiter_for(
+            self.config.limits.rate, self._state.store, self.rate_limiter
+        )
 
     # --- plugins -----------------------------------------------------------------------------
 
@@ -313,17 +317,12 @@ class Coterie:
         limited = False
         writes = self._room_writes
         if command is not None:
-            verdict = self.rate_limiter.check(
+            verdict = await self.rate_limiter.verdict(
                 message.platform, message.room_key, message.user, command
             )
             limited = not verdict.allowed
             if limited and verdict.warn:
-                reply = error_reply(
-                    f"slow down, please: too many commands from "
-                    f"{'you' if verdict.scope == 'user' else 'this room'} just now. "
-                    f"Try again in {describe_wait(verdict.retry_after)}."
-                )
-                reply.ephemeral = True
+                reply = slow_down(verdict)
         if not limited:
             reply = await self._answer(message, route)
         if reply is not None:
