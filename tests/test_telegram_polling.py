@@ -197,6 +197,31 @@ async def test_a_private_answer_goes_to_the_private_chat(fake, lynn, mark):
     assert [c.params["chat_id"] for c in forbidden] == [str(lynn["id"])]
 
 
+async def test_a_flooder_gets_one_short_slow_down_privately_or_in_one_line(fake, lynn, mark):
+    """The slow-down notice is ephemeral: in the private chat when the player has started the
+    bot (Mark), else one short line in the group (Lynn) — never the "start a chat" notice."""
+    fake.add_chat(mark["id"], "private", title="Mark")
+    core = make_core(limits={"rate": {"user_burst": 3, "user_per_minute": 0.1}})
+    async with serving(make_adapter(fake, core=core)) as adapter:
+        for _ in range(8):
+            await fake.user_message(GROUP, lynn, "!roll 2 6")
+            await fake.user_message(GROUP, mark, "!roll 2 6")
+        await fake.wait_sent(3 + 3 + 1)
+        await quiet(fake, adapter)
+    group = texts(fake, GROUP)
+    rolls = [t for t in group if "2 dice" in t]
+    notices = [t for t in group if "2 dice" not in t]
+    assert len(rolls) == 6  # three each
+    assert notices == [
+        "Lynn: slow down, please: too many commands from you just now. "
+        "Try again in about 10 minutes."
+    ]
+    assert texts(fake, mark["id"]) == [
+        "⚠ slow down, please: too many commands from you just now. Try again in about 10 minutes."
+    ]
+    assert not any("privately" in t for t in group)
+
+
 async def test_bots_edits_forwards_and_other_updates_are_ignored(fake, lynn):
     other_bot = fake.user(77, "Dicey", username="dicey_bot", bot=True)
     async with serving(make_adapter(fake, faces=[7])) as adapter:
