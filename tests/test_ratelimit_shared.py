@@ -102,3 +102,16 @@ async def test_a_store_that_is_not_shared_keeps_the_in_process_limiter(tmp_path:
         assert await app.state.store.keys(SHARED_NAMESPACE) == []  # no query, no row
     finally:
         await app.stop()
+
+
+async def test_an_unreachable_store_falls_back_to_limiting_in_this_process() -> None:
+    from coterie.framework.config import RateLimits
+
+    store = SQLStore(create_engine("postgresql+asyncpg://coterie@127.0.0.1:1/nowhere"))
+    limiter = SharedRateLimiter(RateLimits(user_burst=2, user_per_minute=0.1), store)
+    try:
+        verdicts = [await limiter.verdict("slack", "slack:r", "u", "roll") for _ in range(4)]
+    finally:
+        await store.close()
+    assert [v.allowed for v in verdicts] == [True, True, False, False]
+    assert [v.warn for v in verdicts[2:]] == [True, False]

@@ -255,7 +255,8 @@ class LoopWatchdog:
         ticked = threading.Event()
         while not self._closed:
             if not self.watched:
-                self._wake.wait()
+                if not self._wake.wait(5.0) and self.loop.is_closed():
+                    return  # the app was dropped without close(): nothing left to watch
                 self._wake.clear()
                 continue
             ticked.clear()

@@ -19,6 +19,7 @@ that is not shared (memory, SQLite) the in-process :class:`RateLimiter` costs no
 
 from __future__ import annotations
 
+import logging
 import math
 import time
 from collections import OrderedDict
@@ -31,6 +32,7 @@ from coterie.framework.replies import error_reply
 from coterie.render.elements import Reply
 
 Clock = Callable[[], float]
+log = logging.getLogger("coterie")
 
 #: the state namespace of the shared buckets (PostgreSQL)
 SHARED_NAMESPACE = "coterie.rate"
@@ -197,10 +199,14 @@ class SharedRateLimiter(RateLimiter):
             verdict = decide(user_bucket, room_bucket, cost, now, limits)
             return {user_key: _dump(user_bucket), room_key_: _dump(room_bucket)}, verdict
 
-        verdict = await update_rows(self.store, SHARED_NAMESPACE, [user_key, room_key_], change)
-        if time.monotonic() - self._pruned > PRUNE_EVERY:
-            self._pruned = time.monotonic()
-            await prune_rows(self.store, SHARED_NAMESPACE, time.time() - self._horizon())
+        try:
+            verdict = await update_rows(self.store, SHARED_NAMESPACE, [user_key, room_key_], change)
+            if time.monotonic() - self._pruned > PRUNE_EVERY:
+                self._pruned = time.monotonic()
+                await prune_rows(self.store, SHARED_NAMESPACE, time.time() - self._horizon())
+        except Exception as error:  # the store is failing: limit in this process meanwhile
+            log.warning("shared rate limits unavailable (%s); limiting in this process", error)
+            return self.check(platform, room_key, user, command)
         return verdict
 
 
