@@ -19,7 +19,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import header
+from common import BENCH_RATE, header
 
 from coterie.framework.app import Coterie
 from coterie.framework.config import Config
@@ -50,15 +50,18 @@ def unguarded(app: Coterie) -> Coterie:
 
 
 async def main(batch: int, repeats: int) -> None:
-    config = Config.model_validate({"plugins": {"enable": ["revised"]}})
+    config = Config.model_validate(
+        {"plugins": {"enable": ["revised"]}, "limits": {"rate": BENCH_RATE}}
+    )
     guarded, bare = Coterie(config), unguarded(Coterie(config))
     messages = [
         Message(platform="bench", room="r", user=f"u{i % USERS}", text="!roll 7 6")
         for i in range(batch)
     ]
     samples: dict[str, list[float]] = {"guarded": [], "bare": []}
-    for _ in range(repeats):
-        for name, app in (("bare", bare), ("guarded", guarded)):
+    sides = [("bare", bare), ("guarded", guarded)]
+    for round_ in range(repeats):
+        for name, app in sides if round_ % 2 else sides[::-1]:
             start = time.perf_counter()
             for message in messages:
                 await app.handle(message)
