@@ -529,3 +529,35 @@ async def test_a_secret_for_someone_who_never_started_the_bot_leaves_one_short_n
     assert room[0].startswith("Lynn made a secret roll.")
     assert room[1].startswith("Lynn: an answer is only for you") and len(room) == 2
     assert not any("9 9" in text for text in room)
+
+
+async def test_a_hanging_third_party_command_leaves_other_chats_answering(fake, lynn, mark):
+    """A plugin's `time.sleep` (in a worker thread) in one group: another group's `!roll` is
+    answered meanwhile, in its normal time; the sleeper gets "took too long"."""
+    from coterie.dice.sources import SeededDice
+    from coterie.framework.app import Coterie
+    from coterie.framework.config import Config
+    from coterie.framework.plugins import PluginHost
+    from hanging_plugin import HangingPlugin
+
+    other = -1002
+    fake.add_chat(other, "group", title="Another table")
+    host = PluginHost()
+    host.load(["revised", "telegram"])
+    host.register(TelegramTestCommands(), "telegram-test")
+    host.register(HangingPlugin(), "hanging")
+    config = Config.model_validate(
+        {"plugins": {"enable": ["revised", "telegram"]}, "limits": {"command_timeout": 1.5}}
+    )
+    core = Coterie(config, host=host, dice=SeededDice(1))
+    async with serving(make_adapter(fake, core=core)) as adapter:
+        await fake.user_message(GROUP, lynn, "!nap 3")
+        await asyncio.sleep(0.3)
+        started = time.monotonic()
+        await fake.user_message(other, mark, "!roll 2 6")
+        [answer] = await fake.wait_sent(1, other)
+        took = time.monotonic() - started
+        [late] = await fake.wait_sent(1, GROUP)
+        await settle(adapter)
+    assert "2 dice" in answer["text"] and took < 1.0, took
+    assert late["text"].startswith("⚠ `!nap` took too long")
