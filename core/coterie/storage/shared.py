@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 
 import sqlalchemy as sa
 
-from coterie.storage.sql import SQLStore, atomically, kv
+from coterie.storage.sql import SQLStore, _dumps, atomically, kv
 from coterie.storage.state import Transaction
 
 T = TypeVar("T")
@@ -35,31 +35,54 @@ async def update_rows(
 
     async def body(tx: Transaction) -> T:
         conn = tx._conn  # type: ignore[attr-defined]
+        postgresql = store.dialect == "postgresql"
         query = sa.select(kv.c.key, kv.c.value).where(
             kv.c.namespace == namespace, kv.c.key.in_(ordered)
         )
-        if store.dialect == "postgresql":
+        if postgresql:
+            query = query.order_by(kv.c.key).with_for_update()
+        found = (await conn.execute(query)).all()
+        if postgresql and len(found) < len(ordered):  # first use: create them, then lock them
             from sqlalchemy.dialects.postgresql import insert
 
-            now = time.time()
+            placeholders = [
+                {"namespace": namespace, "key": key, "value": "null", "updated_at": time.time()}
+                for key in ordered
+            ]
             await conn.execute(
                 insert(kv)
-                .values(
-                    [
-                        {"namespace": namespace, "key": key, "value": "null", "updated_at": now}
-                        for key in ordered
-                    ]
-                )
+                .values(placeholders)
                 .on_conflict_do_nothing(index_elements=[kv.c.namespace, kv.c.key])
             )
-            query = query.order_by(kv.c.key).with_for_update()
-        rows = {key: json.loads(value) for key, value in (await conn.execute(query)).all()}
+            found = (await conn.execute(query)).all()
+        rows = {key: json.loads(value) for key, value in found}
         writes, result = change({key: value for key, value in rows.items() if value is not None})
-        for key, value in writes.items():
-            await tx.set(namespace, key, value)
+        if writes:
+            await _upsert(conn, store.dialect, namespace, writes)
         return result
 
     return await atomically(store, body)
+
+
+async def _upsert(conn: Any, dialect: str, namespace: str, writes: dict[str, Any]) -> None:
+    """Write every value of ``writes`` in one statement."""
+    if dialect == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert
+    else:
+        from sqlalchemy.dialects.sqlite import insert  # type: ignore[assignment]
+    now = time.time()
+    statement = insert(kv).values(
+        [
+            {"namespace": namespace, "key": key, "value": _dumps(value), "updated_at": now}
+            for key, value in writes.items()
+        ]
+    )
+    await conn.execute(
+        statement.on_conflict_do_update(
+            index_elements=[kv.c.namespace, kv.c.key],
+            set_={"value": statement.excluded.value, "updated_at": now},
+        )
+    )
 
 
 async def prune_rows(store: SQLStore, namespace: str, older_than: float) -> None:
