@@ -106,6 +106,12 @@ class Limits(_Strict):
         le=86_400,
         description="seconds a plugin's commands are paused after it held up the event loop",
     )
+    shutdown_grace: float = Field(
+        default=10.0,
+        ge=0,
+        le=600,
+        description="seconds coterie run waits, on SIGINT or SIGTERM, for commands in flight",
+    )
     rate: RateLimits = Field(default_factory=lambda: RateLimits())
 
 

@@ -1,9 +1,12 @@
-"""State several worker processes update together: an atomic read-modify-write of a few ``kv``
-rows (what the shared rate limits of :mod:`coterie.framework.ratelimit` keep), and pruning.
+"""State several worker processes update together on PostgreSQL: an atomic read-modify-write of a
+few ``kv`` rows (what the shared rate limits of :mod:`coterie.framework.ratelimit` keep), and
+pruning.
 
-On PostgreSQL the rows are created if missing (``INSERT … ON CONFLICT DO NOTHING``), then locked
-in key order (``SELECT … FOR UPDATE``), so two workers updating the same rows take turns and
-never deadlock; on SQLite a write transaction already holds the database's only write lock.
+The rows are locked in key order (``SELECT … FOR UPDATE``; created first when missing, with
+``INSERT … ON CONFLICT DO NOTHING``), so two workers updating the same rows take turns and never
+deadlock, then written back in one statement — one connection, one transaction, on the store's
+own asyncpg connections. Only a PostgreSQL store is shared by several processes; nothing here is
+used on SQLite.
 """
 
 from __future__ import annotations
@@ -13,12 +16,26 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
-import sqlalchemy as sa
-
-from coterie.storage.sql import SQLStore, _dumps, atomically, kv
-from coterie.storage.state import Transaction
+from coterie.storage.rows import dumps_json
+from coterie.storage.sql import SQLStore
 
 T = TypeVar("T")
+
+_LOCK = (
+    "SELECT key, value FROM kv WHERE namespace = $1 AND key = ANY($2::text[]) "
+    "ORDER BY key FOR UPDATE"
+)
+_CREATE = (
+    "INSERT INTO kv (namespace, key, value, updated_at) "
+    "SELECT $1, k, 'null', $3 FROM unnest($2::text[]) AS k ORDER BY k "
+    "ON CONFLICT (namespace, key) DO NOTHING"
+)
+_WRITE = (
+    "INSERT INTO kv (namespace, key, value, updated_at) "
+    "SELECT $1, k, v, $4 FROM unnest($2::text[], $3::text[]) AS t (k, v) "
+    "ON CONFLICT (namespace, key) DO UPDATE SET value = EXCLUDED.value, "
+    "updated_at = EXCLUDED.updated_at"
+)
 
 
 async def update_rows(
@@ -28,70 +45,25 @@ async def update_rows(
     change: Callable[[dict[str, Any]], tuple[dict[str, Any], T]],
 ) -> T:
     """Read ``keys`` of ``namespace`` (missing ones absent from the dict ``change`` gets), let
-    ``change`` decide the values to write and a result, write them and return the result — all
-    in one transaction with the rows locked. ``change`` may run more than once (a retried
-    deadlock): it must only compute."""
+    ``change`` decide the values to write and a result, write them and return the result — in
+    one transaction with the rows locked. PostgreSQL only."""
+    if store.dialect != "postgresql":
+        raise RuntimeError("shared rows need a PostgreSQL store")
     ordered = sorted(set(keys))
-
-    async def body(tx: Transaction) -> T:
-        conn = tx._conn  # type: ignore[attr-defined]
-        postgresql = store.dialect == "postgresql"
-        query = sa.select(kv.c.key, kv.c.value).where(
-            kv.c.namespace == namespace, kv.c.key.in_(ordered)
-        )
-        if postgresql:
-            query = query.order_by(kv.c.key).with_for_update()
-        found = (await conn.execute(query)).all()
-        if postgresql and len(found) < len(ordered):  # first use: create them, then lock them
-            from sqlalchemy.dialects.postgresql import insert
-
-            placeholders = [
-                {"namespace": namespace, "key": key, "value": "null", "updated_at": time.time()}
-                for key in ordered
-            ]
-            await conn.execute(
-                insert(kv)
-                .values(placeholders)
-                .on_conflict_do_nothing(index_elements=[kv.c.namespace, kv.c.key])
-            )
-            found = (await conn.execute(query)).all()
+    async with store._connection() as conn, conn.transaction():
+        found = await conn.fetch(_LOCK, namespace, ordered)
+        if len(found) < len(ordered):  # first use: create them, then lock them
+            await conn.execute(_CREATE, namespace, ordered, time.time())
+            found = await conn.fetch(_LOCK, namespace, ordered)
         rows = {key: json.loads(value) for key, value in found}
         writes, result = change({key: value for key, value in rows.items() if value is not None})
         if writes:
-            await _upsert(conn, store.dialect, namespace, writes)
-        return result
-
-    return await atomically(store, body)
-
-
-async def _upsert(conn: Any, dialect: str, namespace: str, writes: dict[str, Any]) -> None:
-    """Write every value of ``writes`` in one statement."""
-    if dialect == "postgresql":
-        from sqlalchemy.dialects.postgresql import insert
-    else:
-        from sqlalchemy.dialects.sqlite import insert  # type: ignore[assignment]
-    now = time.time()
-    statement = insert(kv).values(
-        [
-            {"namespace": namespace, "key": key, "value": _dumps(value), "updated_at": now}
-            for key, value in writes.items()
-        ]
-    )
-    await conn.execute(
-        statement.on_conflict_do_update(
-            index_elements=[kv.c.namespace, kv.c.key],
-            set_={"value": statement.excluded.value, "updated_at": now},
-        )
-    )
+            names = list(writes)
+            values = [dumps_json(writes[name]) for name in names]
+            await conn.execute(_WRITE, namespace, names, values, time.time())
+    return result
 
 
 async def prune_rows(store: SQLStore, namespace: str, older_than: float) -> None:
     """Delete the rows of ``namespace`` last written before ``older_than`` (epoch seconds)."""
-
-    async def body(tx: Transaction) -> None:
-        conn = tx._conn  # type: ignore[attr-defined]
-        await conn.execute(
-            sa.delete(kv).where(kv.c.namespace == namespace, kv.c.updated_at < older_than)
-        )
-
-    await atomically(store, body)
+    await store.expire(namespace, older_than)
