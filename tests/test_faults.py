@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import signal
+import subprocess
 import time
 from contextlib import ExitStack
 from pathlib import Path
@@ -23,7 +25,7 @@ import pytest
 from coterie_slack.dedup import LEASE_SECONDS
 from slack_fake import FakeSlack
 from telegram_fake import FakeTelegram
-from workers import Player, start_cluster, wait_healthy
+from workers import COTERIE, Player, start_cluster, wait_healthy, worker_env
 
 LONG = os.environ.get("COTERIE_FAULTS") == "long"
 #: commands per platform in one run
@@ -183,3 +185,89 @@ async def test_kill_9_mid_flood_then_slack_retries_answer_each_event_once(
             # Web API has no idempotency key to make a post once-only). The table shows how
             # often; docs/reliability.md says so.
             assert doubled <= 3, replies
+
+
+@pytest.mark.timeout(240)
+async def test_kill_9_mid_flood_telegram_polling_redelivers_each_update_once(
+    tmp_path: Path,
+) -> None:
+    """A worker polling Telegram (the fake Bot API) on the default SQLite store, killed with
+    kill -9 while answering a flood of rolls toward an extended action; a new worker polls again.
+    Telegram sends again what was not confirmed; every update is answered, none lost, and no
+    roll lands twice."""
+    import sqlite3
+
+    async with FakeTelegram() as telegram:
+        group = -100777
+        telegram.add_chat(group, "supergroup", title="The coterie")
+        lynn = telegram.user(11, "Lynn", username="lynn")
+        config = tmp_path / "coterie.toml"
+        config.write_text(
+            f"""data_dir = "data"
+log_level = "WARNING"
+
+[plugins]
+enable = ["revised", "telegram"]
+
+[defaults]
+variant = "revised"
+
+[defaults.house_rules]
+botch_wipes_extended = false
+
+[limits.rate]
+enabled = false
+
+[adapters.telegram]
+enabled = true
+mode = "polling"
+poll_timeout = 1
+claim_lease = 2
+api_url = "{telegram.api_url}"
+"""
+        )
+        env = worker_env("sqlite:///" + str(tmp_path / "data" / "coterie.db"))
+
+        def start() -> subprocess.Popen[bytes]:
+            log = (tmp_path / "worker.log").open("ab")
+            return subprocess.Popen(
+                [COTERIE, "run", "--config", str(config)],
+                env=env,
+                stdout=subprocess.DEVNULL,
+                stderr=log,
+                cwd=tmp_path,
+            )
+
+        def replied(marker: str) -> int:
+            word = re.compile(rf"{re.escape(marker)}(?![\w-])")
+            return sum(1 for m in telegram.sent(group) if word.search(m.get("text", "")))
+
+        worker = start()
+        try:
+            await telegram.user_message(group, lynn, "!extended start vigil 1000")
+            await telegram.wait_for(lambda: replied("vigil") >= 1, "the action")
+            markers = [f"t9-{n}" for n in range(LOAD)]
+            for marker in markers:
+                await telegram.user_message(group, lynn, f"!roll 3 for vigil # {marker}")
+            await telegram.wait_for(
+                lambda: sum(1 for m in markers if replied(m)) >= LOAD // 4, "the first replies"
+            )
+            worker.send_signal(signal.SIGKILL)  # kill -9, mid-flood
+            worker.wait(10)
+            worker = start()
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline and not all(replied(m) for m in markers):
+                await asyncio.sleep(0.2)
+        finally:
+            worker.send_signal(signal.SIGTERM)
+            worker.wait(30)
+        replies = [replied(m) for m in markers]
+        db = sqlite3.connect(tmp_path / "data" / "coterie.db")
+        requests = [r for (r,) in db.execute("SELECT request FROM rolls")]
+        db.close()
+        effects = {m: sum(1 for r in requests if r.endswith(f"# {m}")) for m in markers}
+        answered, doubled, lost = count("kill -9 mid-flood", "telegram", [200] * LOAD, replies)
+        log = (tmp_path / "worker.log").read_text(errors="replace")
+        assert lost == 0, (replies, log[-3000:])
+        assert [m for m, n in effects.items() if n > 1] == [], effects
+        assert answered == LOAD and doubled <= 3, replies

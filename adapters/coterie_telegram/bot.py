@@ -81,9 +81,6 @@ ALLOWED_UPDATES = ("message", "callback_query")
 #: update ids already answered: kept two days (Telegram keeps an unconfirmed update one day)
 UPDATES_NAMESPACE = "telegram.updates"
 UPDATE_TTL = 2 * 86_400.0
-#: seconds after which an update claimed but never answered (its process died) is taken over
-#: when Telegram delivers it again
-CLAIM_LEASE = 60.0
 #: seconds between polls while only updates still being answered come back
 UNANSWERED_POLL = 0.25
 MAX_UPDATE_IDS = 2000
@@ -411,7 +408,7 @@ class TelegramBot:
             log.warning("ignored a delivery without an update_id")
             return False
         try:
-            first = await self.seen.add(str(update_id), lease=CLAIM_LEASE)
+            first = await self.seen.add(str(update_id), lease=self.settings.claim_lease)
         except Exception:  # a broken store must not silence the bot
             log.exception("state store failed; update %d handled without de-duplication", update_id)
             first = True

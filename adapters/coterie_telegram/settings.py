@@ -67,6 +67,9 @@ class TelegramSettings(BaseModel):
     show_roll_id: bool = True
     #: how often one Bot API call is retried after 429 (``retry_after``) or a network error
     rate_limit_retries: int = Field(default=3, ge=0, le=10)
+    #: seconds after which an update claimed but never answered (its process died) is taken
+    #: over when Telegram sends it again
+    claim_lease: float = Field(default=60.0, ge=1, le=3600)
     #: the Bot API base URL; the token and method are appended (a local Bot API server, tests)
     api_url: str = "https://api.telegram.org/bot"
 
