@@ -25,15 +25,19 @@ from coterie.render.encode import to_plain
 
 #: coterie's own chat features: built-in plugins from the ``coterie.builtins`` entry points
 BUILTINS = [
+    "coterie.play.byname",
+    "coterie.play.characters",
     "coterie.play.clauses",
     "coterie.play.contests",
     "coterie.play.extended",
     "coterie.play.help",
+    "coterie.play.macros",
     "coterie.play.roll",
     "coterie.play.rolllog",
     "coterie.play.rooms",
     "coterie.play.sessions",
     "coterie.play.teamwork",
+    "coterie.play.trackers",
 ]
 
 

@@ -249,7 +249,7 @@ class Coterie:
                 difficulty_for = merged["variant"]
             house.update(room.house_rules)
         house.update(stored.pop("house_rules", {}))
-        merged.update({k: v for k, v in stored.items() if k in ("variant", "prefix")})
+        merged.update({k: v for k, v in stored.items() if k in ("variant", "prefix", "chronicle")})
         if stored.get("default_difficulty") is not None:
             merged["default_difficulty"] = stored["default_difficulty"]
             difficulty_for = stored.get("difficulty_for")
@@ -389,6 +389,14 @@ class Coterie:
                 usage=localise(command.usage, settings.prefix) if command else None,
             )
         if command is None:
+            command = await self.host.first_result(
+                "coterie_command_fallback",
+                app=self,
+                message=message,
+                line=line,
+                variant=variant.name,
+            )
+        if command is None:
             return self._unknown_command(line, settings)
         if line.comment is not None and len(line.comment) > limits.max_comment_length:
             return error_reply(
@@ -417,7 +425,9 @@ class Coterie:
         try:
             if command.transaction:
                 room = context.message.room_key
-                async with self.state.transaction(lock=room) as tx:
+                # rooms linked into one chronicle share its characters: they take turns
+                lock = context.settings.chronicle or room
+                async with self.state.transaction(lock=lock) as tx:
                     context.tx = tx
                     context.session = await current_session(tx, room)
                     reply = await self._call(command, context)
@@ -438,6 +448,8 @@ class Coterie:
                 f"something went wrong while running `{context.settings.prefix}{command.name}` "
                 f"(incident {incident}). The bot keeps working."
             )
+        if context.notes and not reply.is_error:
+            reply.body += context.notes
         if context.roll_id is not None:
             reply.meta.setdefault("roll_id", context.roll_id)
             reply.body += roll_footer(context.roll_id)
