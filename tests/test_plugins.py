@@ -27,6 +27,7 @@ from coterie.render.encode import to_plain
 BUILTINS = [
     "coterie.play.byname",
     "coterie.play.characters",
+    "coterie.play.chronicles",
     "coterie.play.clauses",
     "coterie.play.contests",
     "coterie.play.extended",
