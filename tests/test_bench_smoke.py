@@ -51,3 +51,10 @@ def test_memory_measures_rss_idle_and_after_commands():
     assert re.search(r"after 40 commands .* RSS\s+[0-9.]+ MB", out)
     assert "lost or duplicated replies: 0" in out
     assert "WARNING" not in out
+
+
+def test_characters_prints_the_ratio_of_rolls_by_name_to_rolls_by_number():
+    for store in ([], ["--memory"]):
+        out = run_bench(str(BENCH / "characters.py"), "--quick", *store)
+        assert re.search(r"ratio by name / by number: [0-9.]+x \(target <= 1.2x\)", out), out
+        assert re.search(r"!roll Strength\+Brawl 6 +[0-9.]+ µs", out)

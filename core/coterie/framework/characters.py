@@ -10,7 +10,6 @@ raises Hunger). The framework only describes; ``coterie.play.characters`` keeps 
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -19,12 +18,12 @@ from typing import Any, Literal
 from coterie.errors import UsageError
 from coterie.framework.grammar import suggest
 
-_FOLD = re.compile(r"[\s_'\-]+")
+_DROP = str.maketrans("", "", " \t\n_'-")
 
 
 def fold(name: str) -> str:
     """The form names are compared in: lower case, without spaces, ``_``, ``-`` or ``'``."""
-    return _FOLD.sub("", name).casefold()
+    return name.translate(_DROP).casefold()
 
 
 @dataclass(frozen=True)
@@ -180,12 +179,29 @@ class CharacterTemplate:
                 found.setdefault(fold(alias), tracker.name)
         return found
 
-    def tracker(self, name: str) -> TrackerSpec | None:
-        key = fold(name)
+    @cached_property
+    def _tracker_index(self) -> dict[str, TrackerSpec]:
+        index: dict[str, TrackerSpec] = {}
         for tracker in self.trackers:
-            if fold(tracker.name) == key or key in (fold(a) for a in tracker.aliases):
-                return tracker
-        return None
+            for name in (tracker.name, *tracker.aliases):
+                index.setdefault(fold(name), tracker)
+        return index
+
+    @cached_property
+    def _roll_names(self) -> dict[str, str]:
+        """Names a pool may use, by folded name: Traits, then the trackers rolled by name."""
+        names = {key: spec.name for key, spec in self.traits.items()}
+        for tracker in self.trackers:
+            if tracker.rolls != "never":
+                names.setdefault(fold(tracker.name), tracker.name)
+        return names
+
+    @cached_property
+    def _trait_names(self) -> dict[str, str]:
+        return {key: spec.name for key, spec in self.traits.items()}
+
+    def tracker(self, name: str) -> TrackerSpec | None:
+        return self._tracker_index.get(fold(name))
 
     def tracker_for(self, kind: str, name: str) -> TrackerSpec | None:
         """The tracker called ``name`` if a character of ``kind`` has it."""
@@ -199,13 +215,11 @@ class CharacterTemplate:
         """The canonical name ``word`` stands for among the template's Traits, the character's
         custom Traits and (``rollable``) the trackers rolled by name: exact, then alias, then a
         unique prefix; else a friendly error with a suggestion."""
-        names: dict[str, str] = {key: spec.name for key, spec in self.traits.items()}
-        for name in custom:
-            names.setdefault(fold(name), name)
-        if rollable:
-            for tracker in self.trackers:
-                if tracker.rolls != "never":
-                    names.setdefault(fold(tracker.name), tracker.name)
+        names = self._roll_names if rollable else self._trait_names
+        if custom:
+            names = dict(names)
+            for name in custom:
+                names.setdefault(fold(name), name)
         key = fold(word)
         if not key:
             raise UsageError("a Trait name is missing")

@@ -13,7 +13,7 @@ import re
 from typing import Any
 
 from coterie.errors import UsageError
-from coterie.framework.characters import CharacterTemplate, fold
+from coterie.framework.characters import CharacterTemplate, TrackerSpec, fold
 from coterie.framework.commands import CommandContext
 from coterie.framework.grammar import Parsed, Pool, PoolTerm, number, shorten, tokens
 from coterie.hookimpl import hookimpl
@@ -60,7 +60,7 @@ class SheetPools:
         self.sheet = sheet
         self.ctx = ctx
         self.specialty = False
-        kind = sheet.get("kind", "")
+        self.kind = kind = str(sheet.get("kind", ""))
         self.preset: dict[str, Any] = {}
         for slot, name in template.presets.items():
             tracker = template.tracker_for(kind, name)
@@ -84,9 +84,10 @@ class SheetPools:
             name = template.find(word, sheet["custom"])
             if sign < 0:
                 raise UsageError(f"a Trait adds dice: `-{name}` can't be taken away")
-            dice = self._dice(name)
-            tracker = template.tracker_for(sheet.get("kind", ""), name)
-            spec = template.traits.get(fold(name))
+            key = fold(name)
+            spec = template.traits.get(key)
+            tracker = None if spec is not None else template.tracker_for(self.kind, name)
+            dice = self._dice(name, spec is not None, tracker)
             if tracker is not None:
                 trackers = True
             if (spec is not None and spec.ten_point) or tracker is not None:
@@ -126,10 +127,9 @@ class SheetPools:
         dice = "die" if total == 1 else "dice"
         self.ctx.notes += [BR, Text(f"{self.sheet['name']}: {text} = {total} {dice}{extra}")]
 
-    def _dice(self, name: str) -> int:
+    def _dice(self, name: str, is_trait: bool, tracker: TrackerSpec | None) -> int:
         template, sheet = self.template, self.sheet
-        tracker = template.tracker_for(sheet.get("kind", ""), name)
-        if tracker is None or tracker.rolls == "never" or fold(name) in template.traits:
+        if is_trait or tracker is None or tracker.rolls == "never":
             return sheets.rating(template, sheet, name)
         if tracker.kind == "boxes":
             # a tracker rolls its undamaged boxes, never fewer than one die (002)
@@ -214,16 +214,23 @@ class SheetPools:
             self.specialty = False
 
 
+#: the option words of a grammar that spend a tracker of a template (both live as long as the
+#: process: rule sets and their templates are made once)
+_spending: dict[tuple[int, int], frozenset[str]] = {}
+
+
 def _wants_sheet(ctx: CommandContext, template: CharacterTemplate) -> tuple[bool, bool]:
     """(a pool is written by name, a spending option is used) — decided without any read."""
     grammar = ctx.variant.grammar
-    spending = {
-        name
-        for option in grammar.options
-        for spend in template.spends
-        if option.dest == spend.option
-        for name in option.names
-    }
+    spending = _spending.get((id(template), id(grammar)))
+    if spending is None:
+        spending = _spending[(id(template), id(grammar))] = frozenset(
+            name
+            for option in grammar.options
+            for spend in template.spends
+            if option.dest == spend.option
+            for name in option.names
+        )
     by_name = spends = False
     for segment in ctx.args.split(";"):
         words = tokens(segment)

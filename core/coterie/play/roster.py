@@ -27,9 +27,15 @@ _templates: weakref.WeakKeyDictionary[Coterie, dict[str, CharacterTemplate]] = (
 )
 
 
+#: the app asked last and its templates
+_last: list[Any] = []
+
+
 def templates(app: Coterie) -> dict[str, CharacterTemplate]:
     """Every rule set's character template, by rule set (the first plugin to declare one for a
     rule set keeps it; a second is logged and ignored)."""
+    if _last and _last[0] is app:  # every roll asks: the one app of a process, first
+        return _last[1]
     found = _templates.get(app)
     if found is None:
         found = {}
@@ -46,6 +52,7 @@ def templates(app: Coterie) -> dict[str, CharacterTemplate]:
                 else:
                     found[template.variant] = template
         _templates[app] = found
+    _last[:] = [app, found]
     return found
 
 
