@@ -495,3 +495,21 @@ async def test_stopping_finishes_the_replies_in_flight(fake, session):
     [call] = fake.ok_calls("chat.postMessage")
     assert call.params["text"] == "done waiting"
     assert not adapter.ready.is_set()
+
+
+async def test_a_character_sheet_is_rendered_as_block_kit(fake, session):
+    """#17: `!sheet` through the real adapter: a section of mrkdwn, the name bold, the plain
+    fallback the same words."""
+    async with serving(adapter_for(fake)) as adapter:
+        for text in ("!char new Lise", "!char set Strength 3 Brawl 2", "!sheet"):
+            status, _ = await post_event(session, adapter, message_event(text))
+            assert status == 200
+            await settle(adapter)
+    *_, call = fake.ok_calls("chat.postMessage")
+    mrkdwn = section_text(call.params["blocks"])
+    assert mrkdwn.startswith("*Lise* (Lynn, revised)")
+    assert "*Attributes*  Strength 3 · Dexterity 1" in mrkdwn
+    assert "*Talents*  Brawl 2" in mrkdwn
+    assert "Health [.......] Healthy" in mrkdwn
+    plain = call.params["text"]
+    assert plain.startswith("Lise (Lynn, revised)") and "*" not in plain
