@@ -427,3 +427,30 @@ async def test_macros_roll_as_typed_with_modifiers_and_overrides() -> None:
     assert await say(app, "!macro del hunt") == "Al: macro !hunt deleted"
     assert "unknown command" in await say(app, "!hunt")
     assert "unknown command" in await say(app, "!hunt", user="bo")
+
+
+async def test_revised_bashing_into_a_full_track_becomes_lethal_and_health_resizes() -> None:
+    app = app_with("revised")
+    await say(app, "!char new Al")
+    await say(app, "!damage 7")
+    assert await say(app, "!damage 1") == (
+        "Al: Health [///////] Incapacitated → [X//////] Incapacitated"
+    )
+    v5 = app_with("v5")
+    await say(v5, "!char new Lise")
+    assert await say(v5, "!char set Health 8") == "Lise: Health [....] → [........]"
+    assert "between 1 and 25" not in await say(v5, "!char set Health 8")
+    assert "from 1 to 25 boxes, not 30" in await say(v5, "!char set Health 30")
+
+
+async def test_chronicle_link_needs_the_storyteller_and_a_valid_code() -> None:
+    app = app_with("v5")
+    assert "only the Storyteller" in await say(app, "!chronicle link")
+    assert "not a valid code" in await say(app, "!chronicle join ABCDEF", user="st", room="b")
+    code = (await say(app, "!chronicle link", user="st")).split("join ")[1][:6]
+    await say(app, "!char new Lise")
+    assert "now shares" in await say(app, f"!chronicle join {code}", user="st", room="b")
+    assert (await say(app, "!sheet", room="b")).startswith("Lise")
+    assert "not a valid code" in await say(app, f"!chronicle join {code}", user="st", room="c")
+    assert "own chronicle again" in await say(app, "!chronicle leave", user="st", room="b")
+    assert "no character in this chronicle" in await say(app, "!sheet", room="b")
