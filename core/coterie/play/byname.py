@@ -118,12 +118,12 @@ class SheetPools:
             else:
                 parts.append(f"{sign} {label}{term.dice}")
         text = " ".join(parts).removeprefix("+ ")
-        total = max(0, sum(t.dice * t.sign for t in terms))
-        extra = (
-            " (a tracker rolls at least one die)"
-            if any(t.trait and template_tracker(self.template, t.trait) for t in terms)
-            else ""
-        )
+        total = sum(t.dice * t.sign for t in terms)
+        extra = ""
+        if any(t.trait and template_tracker(self.template, t.trait) for t in terms):
+            extra = " (a tracker rolls at least one die)"
+        elif total < 1:
+            total, extra = 1, " (a pool never falls below one die)"
         dice = "die" if total == 1 else "dice"
         self.ctx.notes += [BR, Text(f"{self.sheet['name']}: {text} = {total} {dice}{extra}")]
 
