@@ -454,3 +454,23 @@ async def test_chronicle_link_needs_the_storyteller_and_a_valid_code() -> None:
     assert "not a valid code" in await say(app, f"!chronicle join {code}", user="st", room="c")
     assert "own chronicle again" in await say(app, "!chronicle leave", user="st", room="b")
     assert "no character in this chronicle" in await say(app, "!sheet", room="b")
+
+
+async def test_v5_hunger_option_overrides_the_sheet_and_odds_read_names() -> None:
+    app = app_with("v5", [6] * 10)
+    await say(app, "!char new Lise")
+    await say(app, "!char set Strength 3 Brawl 2")
+    await say(app, "!hunger 2")
+    assert "Hunger 4, Difficulty 3" in await say(app, "!roll Strength+Brawl 3 h4")
+    odds = await say(app, "!odds Strength+Brawl 3")
+    assert odds.startswith("Odds — 5 dice (strength 3+brawl 2), Hunger 2, Difficulty 3")
+
+
+async def test_odds_with_wp_spend_nothing_and_are_not_refused() -> None:
+    app = app_with("revised")
+    await say(app, "!char new Al")
+    await say(app, "!char set Willpower 1 Strength 3")
+    await say(app, "!wp -1")
+    before = await snapshot(app)
+    assert (await say(app, "!odds Strength 6 wp")).startswith("Odds")
+    assert await snapshot(app) == before

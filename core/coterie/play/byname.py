@@ -199,7 +199,9 @@ class SheetPools:
 
     def check(self, parsed: Parsed) -> None:
         template, sheet = self.template, self.sheet
-        for spend in template.spends:
+        # `!odds … wp` spends nothing: only a roll needs the point
+        spends = () if self.ctx.line.command == "odds" else template.spends
+        for spend in spends:
             if parsed.values.get(spend.option) is not True:
                 continue
             tracker = template.tracker(spend.tracker)
