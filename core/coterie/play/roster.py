@@ -35,7 +35,8 @@ def templates(app: Coterie) -> dict[str, CharacterTemplate]:
     """Every rule set's character template, by rule set (the first plugin to declare one for a
     rule set keeps it; a second is logged and ignored)."""
     if _last and _last[0] is app:  # every roll asks: the one app of a process, first
-        return _last[1]
+        last: dict[str, CharacterTemplate] = _last[1]
+        return last
     found = _templates.get(app)
     if found is None:
         found = {}
