@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, lru_cache
 from typing import Any, Literal
 
 from coterie.errors import UsageError
@@ -21,6 +21,7 @@ from coterie.framework.grammar import suggest
 _DROP = str.maketrans("", "", " \t\n_'-")
 
 
+@lru_cache(maxsize=4096)
 def fold(name: str) -> str:
     """The form names are compared in: lower case, without spaces, ``_``, ``-`` or ``'``."""
     return name.translate(_DROP).casefold()
