@@ -10,12 +10,14 @@ from typing import Any
 import pytest
 
 from conftest import without_roll_id
+from coterie import hookimpl
 from coterie.dice.sources import FixedDice
 from coterie.errors import UsageError
 from coterie.framework.app import Coterie
-from coterie.framework.characters import CharacterTemplate
+from coterie.framework.characters import CharacterTemplate, TraitGroup, TraitSpec
 from coterie.framework.config import parse_config
 from coterie.framework.message import Message
+from coterie.framework.plugins import PluginHost
 from coterie.play.roster import templates
 from coterie.render.elements import Actions
 from coterie.render.encode import to_plain
@@ -474,3 +476,34 @@ async def test_odds_with_wp_spend_nothing_and_are_not_refused() -> None:
     before = await snapshot(app)
     assert (await say(app, "!odds Strength 6 wp")).startswith("Odds")
     assert await snapshot(app) == before
+
+
+class HouseTemplate:
+    """A community plugin declaring a character template through the hook."""
+
+    @hookimpl
+    def coterie_character_templates(self) -> list[CharacterTemplate]:
+        traits = (TraitSpec("Might", 1, 5, 1), TraitSpec("Guile", 1, 5, 1))
+        house = CharacterTemplate("revised", (TraitGroup("Traits", traits, always_shown=True),))
+        return [house]
+
+
+async def test_a_second_template_for_a_rule_set_is_ignored() -> None:
+    host = PluginHost()
+    host.load(["revised"])
+    host.register(HouseTemplate(), "house")
+    config = parse_config({"plugins": {"enable": ["revised"]}}, "t")
+    app = Coterie(config, host=host)
+    found = templates(app)["revised"]
+    assert "Strength" in [t.name for t in found.traits.values()]
+    assert "Might" not in [t.name for t in found.traits.values()]
+
+
+async def test_a_community_rule_set_declares_its_template_through_the_hook() -> None:
+    # examples/coterie-house-rules: the nobotch rule set with the Revised sheet
+    app = app_with("nobotch", [1, 1, 1, 6], plugins={"enable": ["revised", "house-rules"]})
+    assert "nobotch" in templates(app)
+    await say(app, "!char new Hero")
+    await say(app, "!char set Strength 2 Brawl 2")
+    text = await say(app, "!roll Strength+Brawl 6")
+    assert "Hero: Strength 2 + Brawl 2 = 4 dice" in text and "botch" not in text.lower()

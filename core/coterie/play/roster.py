@@ -40,8 +40,9 @@ def templates(app: Coterie) -> dict[str, CharacterTemplate]:
     found = _templates.get(app)
     if found is None:
         found = {}
-        for plugin, listed in app.host.call("coterie_character_templates"):
-            for template in listed or ():
+        # in registration order, as the app reads the other discovery hooks
+        for plugin, listed in app._listed("coterie_character_templates"):
+            for template in listed:
                 if not isinstance(template, CharacterTemplate):
                     log.error("plugin %s: %r is not a CharacterTemplate", plugin, template)
                 elif template.variant in found:
