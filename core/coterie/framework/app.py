@@ -22,6 +22,7 @@ from coterie.framework.metrics import Metrics
 from coterie.framework.plugins import PluginHost
 from coterie.framework.ratelimit import RateLimiter, describe_wait
 from coterie.framework.replies import check_elements, error_reply, localise_buttons
+from coterie.framework.sessions import current_play
 from coterie.framework.variant import RoomSettings, Variant
 from coterie.render.elements import (
     Reply,
@@ -38,8 +39,6 @@ chat_log = logging.getLogger("coterie.chat")
 ROOM_SETTINGS = "coterie.rooms"
 #: rooms whose merged settings :meth:`Coterie.room_settings` keeps (oldest dropped first)
 SETTINGS_MEMO_SIZE = 1024
-#: state namespace of a room's sessions: ``{"current": {...} | None, "history": [...]}``
-SESSIONS = "coterie.sessions"
 
 
 class Coterie:
@@ -332,6 +331,10 @@ class Coterie:
                 "coterie_before_reply", app=self, message=message, reply=reply
             )
             limit_reply(reply, self.config.limits.max_reply_length)
+            for part in reply.private:
+                private = Reply(part.body)
+                limit_reply(private, self.config.limits.max_reply_length)
+                part.body = private.body
         if command is not None:
             self.metrics.observe(
                 platform=message.platform,
@@ -386,7 +389,7 @@ class Coterie:
             return error_reply(
                 f"that message is {len(text)} characters long; "
                 f"commands may be at most {limits.max_message_length}",
-                usage=localise(command.usage, settings.prefix) if command else None,
+                usage=localise(command.usage_in(variant), settings.prefix) if command else None,
             )
         if command is None:
             command = await self.host.first_result(
@@ -402,7 +405,7 @@ class Coterie:
             return error_reply(
                 f"that comment is {len(line.comment)} characters long; "
                 f"comments may be at most {limits.max_comment_length}",
-                usage=localise(command.usage, settings.prefix),
+                usage=localise(command.usage_in(variant), settings.prefix),
             )
         context = CommandContext(self, message, line, settings, variant, self.dice)
         return await self._run(command, context)
@@ -429,12 +432,14 @@ class Coterie:
                 lock = context.settings.chronicle or room
                 async with self.state.transaction(lock=lock) as tx:
                     context.tx = tx
-                    context.session = await current_session(tx, room)
+                    context.session, context.scene = await current_play(tx, room)
                     reply = await self._call(command, context)
             else:
                 reply = await self._call(command, context)
         except UsageError as error:
-            usage = localise(error.usage or command.usage, context.settings.prefix)
+            usage = localise(
+                error.usage or command.usage_in(context.variant), context.settings.prefix
+            )
             return error_reply(error.message, usage=usage, hint=error.hint)
         except Exception:
             incident = new_roll_id()
@@ -462,14 +467,9 @@ class Coterie:
         reply = result if isinstance(result, Reply) else Reply(list(result))
         reply.body = [Text(node) if isinstance(node, str) else node for node in reply.body]
         check_elements(reply.body)
+        for part in reply.private:
+            check_elements(part.body)
         return reply
-
-
-async def current_session(store: StateStore | Transaction, room_key: str) -> str | None:
-    """The id of the session open in a room (``!session start``), if any."""
-    sessions = await store.get(SESSIONS, room_key) or {}
-    current = sessions.get("current")
-    return str(current["id"]) if current else None
 
 
 class _Route(NamedTuple):

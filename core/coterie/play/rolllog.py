@@ -14,10 +14,11 @@ from coterie.errors import UsageError
 from coterie.framework.commands import Command, CommandContext
 from coterie.framework.grammar import shorten, tokens
 from coterie.hookimpl import hookimpl
-from coterie.play.rooms import is_mention, mention_key, names_person
-from coterie.render.elements import BR, Node, Text, bold, code
+from coterie.play.rooms import is_mention, is_storyteller, mention_key, names_person
+from coterie.play.storyteller import revealed
+from coterie.render.elements import BR, Node, Private, Reply, Text, bold, code
 from coterie.rulekit.pools import plural
-from coterie.storage.state import RollRecord
+from coterie.storage.state import RollRecord, faces_text
 
 LOG_USAGE = "!log [N | ROLL-ID]"
 STATS_USAGE = "!stats [@USER]"
@@ -27,8 +28,7 @@ _ID = re.compile(r"[a-z2-9]{6}(?:-[0-9]{1,3})?")
 
 
 def _faces(record: RollRecord, limit: int = 20) -> str:
-    shown = " ".join(str(face) for face in record.faces[:limit])
-    return shown + (" …" if len(record.faces) > limit else "")
+    return faces_text(record, limit)
 
 
 def _result(record: RollRecord) -> str:
@@ -46,7 +46,34 @@ def _line(record: RollRecord) -> list[Node]:
     ]
 
 
-async def log_command(ctx: CommandContext) -> list[Node]:
+def _secret_line(record: RollRecord) -> list[Node]:
+    stamp = time.strftime("%m-%d %H:%M", time.gmtime(record.time))
+    return [
+        code(record.id),
+        Text(f" {stamp} "),
+        bold(record.display_name),
+        Text(" rolled in secret"),
+    ]
+
+
+async def _hidden(ctx: CommandContext, records: list[RollRecord]) -> set[str]:
+    """The ids of the secret rolls among ``records`` that are not revealed yet."""
+    hidden: set[str] = set()
+    for record in records:
+        if record.detail.get("secret") and not await revealed(ctx, record.id):
+            hidden.add(record.id)
+    return hidden
+
+
+async def _privately(ctx: CommandContext, body: list[Node], secret: list[Node]) -> Reply:
+    """``body`` for the room; ``secret`` (the hidden rolls in full) for the asking Storyteller."""
+    reply = Reply(body)
+    if secret and await is_storyteller(ctx):
+        reply.private = [Private(ctx.message.user, secret, ctx.message.display_name)]
+    return reply
+
+
+async def log_command(ctx: CommandContext) -> Reply:
     words = tokens(ctx.args)
     room = ctx.message.room_key
     store = ctx.app.state
@@ -61,12 +88,19 @@ async def log_command(ctx: CommandContext) -> list[Node]:
         ]
         if not found:
             raise UsageError(f"no roll `{wanted}` in this room's log", usage=LOG_USAGE)
+        hidden = await _hidden(ctx, found)
         body: list[Node] = []
+        secret: list[Node] = []
         for record in reversed(found):
             if body:
                 body.append(BR)
-            body += _detail(record)
-        return body
+            if record.id in hidden:
+                body += _secret_line(record)
+                secret += [BR] if secret else []
+                secret += _detail(record)
+            else:
+                body += _detail(record)
+        return await _privately(ctx, body, secret)
     count = DEFAULT_LINES
     if words:
         if not words[0].isdigit() or len(words[0]) > 3:
@@ -78,11 +112,15 @@ async def log_command(ctx: CommandContext) -> list[Node]:
             raise UsageError(f"show between 1 and {MAX_LINES} rolls, not {count}", usage=LOG_USAGE)
     records = await store.rolls(room, limit=count)
     if not records:
-        return [Text("No rolls are logged in this room yet.")]
+        return Reply([Text("No rolls are logged in this room yet.")])
+    hidden = await _hidden(ctx, records)
     body = [bold(f"Last {len(records)} rolls")]
+    hidden_lines: list[Node] = [bold("Secret rolls among them")] if hidden else []
     for record in reversed(records):
-        body += [BR, *_line(record)]
-    return body
+        body += [BR, *(_secret_line(record) if record.id in hidden else _line(record))]
+        if record.id in hidden:
+            hidden_lines += [BR, *_line(record)]
+    return await _privately(ctx, body, hidden_lines)
 
 
 def _detail(record: RollRecord) -> list[Node]:
@@ -111,6 +149,8 @@ async def stats_command(ctx: CommandContext) -> list[Node]:
     if len(words) > 1 or (words and not is_mention(words[0])):
         raise UsageError("name at most one player, e.g. `!stats @alice`", usage=STATS_USAGE)
     records = await ctx.app.state.rolls(ctx.message.room_key, limit=None)
+    hidden = await _hidden(ctx, records)  # a secret roll's dice would tell its result
+    records = [r for r in records if r.id not in hidden]
     if words:
         key = mention_key(words[0])
         records = [r for r in records if names_person(key, r.user, r.display_name)]
@@ -123,15 +163,49 @@ async def stats_command(ctx: CommandContext) -> list[Node]:
         per_user[record.user].append(record)
     body: list[Node] = [bold("Dice statistics"), Text(f" ({len(records)} rolls in this room)")]
     ranked = sorted(per_user.values(), key=len, reverse=True)
+    tallies = {name: variant.tallies for name, variant in ctx.app.variants.items()}
     for rolls in ranked[:MAX_LINES]:
-        body += [BR, *_user_line(rolls)]
+        body += [BR, *_user_line(rolls, tallies)]
     return body
 
 
-def _user_line(rolls: list[RollRecord]) -> list[Node]:
+#: what ``!stats`` counts for a roll of a rule set it does not know (any more)
+_BOTCHES = (("botch", "botch"),)
+
+
+def _own_result(record: RollRecord) -> str:
+    """The roll's own result: a contest side's record is ``won``/``lost``/``standoff``, and its
+    dice's own result is kept beside it."""
+    contest = record.detail.get("contest") if isinstance(record.detail, dict) else None
+    own = contest.get("own") if isinstance(contest, dict) else None
+    return own if isinstance(own, str) else record.outcome
+
+
+def _tally_text(
+    rolls: list[RollRecord], tallies: dict[str, tuple[tuple[str, str], ...]]
+) -> list[str]:
+    """``2 botches`` (d10 rule sets), ``1 bestial failure, 0 messy criticals, ...`` (V5): the
+    notable results of each rule set among the player's rolls, each counted once."""
+    kinds: dict[str, str] = {}
+    for record in rolls:
+        for name, label in tallies.get(record.variant, _BOTCHES):
+            kinds.setdefault(name, label)
+    texts = []
+    for name, label in kinds.items():
+        if name == "botch":
+            count = sum(1 for r in rolls if r.botch)
+        else:
+            count = sum(1 for r in rolls if _own_result(r) == name)
+        plural_label = label + ("es" if label.endswith("ch") else "s")
+        texts.append(f"{count} {label if count == 1 else plural_label}")
+    return texts
+
+
+def _user_line(
+    rolls: list[RollRecord], tallies: dict[str, tuple[tuple[str, str], ...]]
+) -> list[Node]:
     name = rolls[0].display_name
     successes = sum(max(0, r.successes) for r in rolls)
-    botches = sum(1 for r in rolls if r.botch)
     known = [r for r in rolls if r.expected is not None]
     line: list[Node] = [
         bold(name),
@@ -144,7 +218,7 @@ def _user_line(rolls: list[RollRecord]) -> list[Node]:
         line += [
             Text(f"; {got} vs {expected:.1f} expected over {plural(len(known), 'roll')}{ratio}")
         ]
-    line += [Text(f", {botches} botch{'es' if botches != 1 else ''}")]
+    line += [Text(", " + ", ".join(_tally_text(rolls, tallies)))]
     return line
 
 
