@@ -665,6 +665,8 @@ async def test_a_secret_from_an_encrypted_room_goes_to_an_encrypted_direct_room(
         )
     assert player.client.rooms[mine].encrypted
     assert part.encrypted and "10 7 1 3 6" in part.content["body"]
+
+
 async def test_a_character_sheet_in_matrix_html(synapse, bot, player, tmp_path):
     """#17: `!sheet` through Synapse: an m.notice with the sheet in HTML and in plain text."""
     adapter = make_adapter(make_core(), synapse, bot, tmp_path / "store")

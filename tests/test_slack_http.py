@@ -539,6 +539,8 @@ async def test_a_private_part_goes_to_a_direct_message_where_ephemeral_cannot(fa
     assert "*9* *9*" in section_text(direct[0]["blocks"])
     room = [c.params for c in fake.ok_calls("chat.postMessage") if c.params["channel"] == CHANNEL]
     assert [r["text"].splitlines()[0] for r in room] == ["Lynn made a secret roll."]
+
+
 async def test_a_character_sheet_is_rendered_as_block_kit(fake, session):
     """#17: `!sheet` through the real adapter: a section of mrkdwn, the name bold, the plain
     fallback the same words."""
