@@ -507,3 +507,12 @@ async def test_a_community_rule_set_declares_its_template_through_the_hook() -> 
     await say(app, "!char set Strength 2 Brawl 2")
     text = await say(app, "!roll Strength+Brawl 6")
     assert "Hero: Strength 2 + Brawl 2 = 4 dice" in text and "botch" not in text.lower()
+
+
+async def test_a_secret_roll_by_name_keeps_the_pool_from_the_room() -> None:
+    app = app_with("revised", [6] * 10)
+    await say(app, "!char new Al")
+    await say(app, "!char set Strength 3 Brawl 2 Willpower 2")
+    text = await say(app, "!roll Strength+Brawl 6 wp secret")
+    assert "secret roll" in text and "Strength 3" not in text
+    assert "Al: Willpower points 2/2 → 1/2" in text  # the sheet is no secret

@@ -108,7 +108,9 @@ class SheetPools:
 
     def _show(self, terms: list[PoolTerm]) -> None:
         """Say under the roll how the sheet made the pool: ``Lise: Strength 3 + Brawl 2 − 1
-        (Hurt) = 4 dice``."""
+        (Hurt) = 4 dice`` (not under a secret roll: the room would learn the pool)."""
+        if getattr(self.ctx, "secret", False):
+            return
         parts: list[str] = []
         for term in terms:
             sign = "−" if term.sign < 0 else "+"
