@@ -516,3 +516,13 @@ async def test_a_secret_roll_by_name_keeps_the_pool_from_the_room() -> None:
     text = await say(app, "!roll Strength+Brawl 6 wp secret")
     assert "secret roll" in text and "Strength 3" not in text
     assert "Al: Willpower points 2/2 → 1/2" in text  # the sheet is no secret
+
+
+async def test_an_npc_roll_spends_nothing_of_the_storytellers_character() -> None:
+    app = app_with("revised", [6] * 10)
+    await say(app, "!char new Mentor", user="st")
+    await say(app, "!char set Willpower 3", user="st")
+    before = await snapshot(app)
+    text = await say(app, "!npc roll Guard 5 6 wp public", user="st")
+    assert "Guard" in text and "Mentor" not in text
+    assert await snapshot(app) == before

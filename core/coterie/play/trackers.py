@@ -20,6 +20,8 @@ from coterie.play.characters import _target
 from coterie.play.roster import Found, find, save, template_of, templates
 from coterie.render.elements import BR, Node, Text, bold
 
+#: commands whose rolls are not the caller's character's (#20's NPC rolls)
+NOT_THE_ROLLERS = frozenset({"npc"})
 _CHANGE = re.compile(r"([+-]?)([0-9]+)")
 #: the tracker command words and the tracker names they look for
 TRACKER_COMMANDS = {
@@ -162,6 +164,8 @@ async def coterie_roll_settled(ctx: CommandContext, outcome: Outcome) -> None:
     template = templates(ctx.app).get(ctx.variant.name)
     if template is None or template.effects is None:
         return
+    if ctx.line.command in NOT_THE_ROLLERS:
+        return  # the Storyteller rolling for an NPC spends nothing of their own character
     effects = list(template.effects(outcome))
     if not effects:
         return
