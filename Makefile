@@ -72,6 +72,8 @@ unit: $(STAMP) peers
 bench: $(STAMP) peers
 	$(BIN)/pip install --quiet -e ".[bench]"
 	$(BIN)/python bench/core_roll.py
+	$(BIN)/python bench/startup.py
+	$(BIN)/python bench/pg_round_trips.py
 	$(BIN)/python bench/throughput.py
 	$(BIN)/python bench/memory.py
 	$(BIN)/python bench/odds.py

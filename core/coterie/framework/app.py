@@ -13,8 +13,9 @@ from typing import Any, NamedTuple
 from coterie.dice.sources import DiceSource, SystemDice
 from coterie.errors import ConfigError, UsageError
 from coterie.framework.adapter import Adapter
-from coterie.framework.commands import Command, CommandContext, new_roll_id
+from coterie.framework.commands import Command, CommandContext, new_roll_id, shown_id
 from coterie.framework.config import Config
+from coterie.framework.events import Sweeper, answered_before, event_key, record_answer
 from coterie.framework.grammar import CommandLine, localise, shorten, split_command, suggest
 from coterie.framework.limits import limit_reply
 from coterie.framework.message import Message
@@ -23,6 +24,7 @@ from coterie.framework.plugins import PluginHost
 from coterie.framework.ratelimit import RateLimiter, describe_wait
 from coterie.framework.replies import check_elements, error_reply, localise_buttons
 from coterie.framework.sessions import current_play
+from coterie.framework.supervise import Supervisor
 from coterie.framework.variant import RoomSettings, Variant
 from coterie.render.elements import (
     Reply,
@@ -70,6 +72,8 @@ class Coterie:
         self._room_writes = 0
         #: room key → (stored chat changes, config, the settings merged from them), bounded
         self._settings_memo: dict[str, tuple[dict[str, Any], Config, RoomSettings]] = {}
+        #: forgets old answered events now and then (:mod:`coterie.framework.events`)
+        self.sweeper = Sweeper(lambda: self._state.store)
         self._collect()
         self._check_config()
 
@@ -179,34 +183,24 @@ class Coterie:
         await self.host.call_async("coterie_shutdown", app=self)
         await self.state.close()
 
-    async def run_adapters(self, names: Sequence[str] | None = None) -> None:
+    async def run_adapters(
+        self,
+        names: Sequence[str] | None = None,
+        *,
+        stopping: asyncio.Event | None = None,
+        grace: float | None = None,
+    ) -> None:
         """Run adapters side by side until every one has finished. A crashed adapter is
-        restarted with exponential back-off; it never takes the others down."""
+        restarted with exponential back-off; it never takes the others down. Once ``stopping``
+        is set, every adapter stops taking events and finishes what is in flight, within
+        ``grace`` seconds (default ``[limits] shutdown_grace``): :mod:`coterie.framework.
+        supervise`."""
         chosen = list(names) if names is not None else self.config.enabled_adapters()
-        await asyncio.gather(*(self._supervise(name) for name in chosen))
+        supervisor = Supervisor(self, chosen, stopping)
+        await supervisor.run(self.config.limits.shutdown_grace if grace is None else grace)
 
-    #: seconds before the first restart of a crashed adapter (doubling up to ``max_delay``)
+    #: seconds before the first restart of a crashed adapter (doubling up to a minute)
     restart_delay = 1.0
-
-    async def _supervise(self, name: str, *, max_delay: float = 60.0) -> None:
-        cls = self.adapter_classes[name]
-        delay = self.restart_delay
-        while True:
-            adapter = cls(self, self.config.adapters.get(name, {}))
-            self.metrics.adapter_started(name, adapter)
-            started = time.monotonic()
-            try:
-                await adapter.run()
-                return
-            except asyncio.CancelledError:
-                await adapter.stop()
-                raise
-            except Exception:
-                if time.monotonic() - started >= max_delay:
-                    delay = self.restart_delay  # it ran well for a while: start the back-off anew
-                log.exception("adapter %s crashed; restarting in %g s", name, delay)
-                await asyncio.sleep(delay)
-                delay = min(delay * 2, max_delay)
 
     # --- rooms -------------------------------------------------------------------------------
 
@@ -336,6 +330,7 @@ class Coterie:
                 limit_reply(private, self.config.limits.max_reply_length)
                 part.body = private.body
         if command is not None:
+            self.sweeper.tick()
             self.metrics.observe(
                 platform=message.platform,
                 command=command,
@@ -428,14 +423,21 @@ class Coterie:
         try:
             if command.transaction:
                 room = context.message.room_key
+                event = event_key(context.message)
                 # rooms linked into one chronicle share its characters: they take turns
                 lock = context.settings.chronicle or room
                 async with self.state.transaction(lock=lock) as tx:
                     context.tx = tx
+                    if event is not None:
+                        answered = await answered_before(tx, event)
+                        if answered is not None:  # a redelivery: its reply, never a re-run
+                            return answered
                     context.session, context.scene = await current_play(tx, room)
-                    reply = await self._call(command, context)
-            else:
-                reply = await self._call(command, context)
+                    reply = self._footed(await self._call(command, context), context)
+                    if event is not None:
+                        await record_answer(tx, event, reply)
+                return reply
+            reply = await self._call(command, context)
         except UsageError as error:
             usage = localise(
                 error.usage or command.usage_in(context.variant), context.settings.prefix
@@ -453,11 +455,20 @@ class Coterie:
                 f"something went wrong while running `{context.settings.prefix}{command.name}` "
                 f"(incident {incident}). The bot keeps working."
             )
+        return self._footed(reply, context)
+
+    @staticmethod
+    def _footed(reply: Reply, context: CommandContext) -> Reply:
+        """A roll's reply with its id at the foot (``!log ID``), shown short: ``!log`` tells
+        apart rolls that share a shown id. Notes a plugin added (``ctx.notes``: a tracker a roll
+        moved) come first."""
         if context.notes and not reply.is_error:
             reply.body += context.notes
         if context.roll_id is not None:
-            reply.meta.setdefault("roll_id", context.roll_id)
-            reply.body += roll_footer(context.roll_id)
+            shown = shown_id(context.roll_id)
+            if reply.meta.get("roll_id") in (None, context.roll_id):
+                reply.meta["roll_id"] = shown
+            reply.body += roll_footer(shown)
         return reply
 
     async def _call(self, command: Command, context: CommandContext) -> Reply:

@@ -88,6 +88,12 @@ class Limits(_Strict):
     max_extended_per_room: int = Field(
         default=10, ge=1, le=1000, description="extended actions running at once in one room"
     )
+    shutdown_grace: float = Field(
+        default=10.0,
+        ge=0,
+        le=600,
+        description="seconds coterie run waits, on SIGINT or SIGTERM, for commands in flight",
+    )
     rate: RateLimits = Field(default_factory=lambda: RateLimits())
 
 

@@ -11,6 +11,7 @@ import contextlib
 import json
 import logging
 import os
+import signal
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -98,11 +99,18 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise ConfigError("no adapter is enabled: set enabled = true under [adapters.NAME]")
 
     async def main() -> None:
+        # SIGINT (Ctrl-C) and SIGTERM alike: every adapter stops taking events and finishes what
+        # is in flight (within [limits] shutdown_grace), then the process exits 0
+        stopping = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            with contextlib.suppress(NotImplementedError, RuntimeError):  # not on this platform
+                loop.add_signal_handler(signum, _stop_on_signal, stopping, signum)
         app.state = await _open_store(config)
         await app.start()
         ops = await serve_ops(app, names, port_offset=port_offset)
         try:
-            await app.run_adapters(names)
+            await app.run_adapters(names, stopping=stopping)
         finally:
             if ops is not None:
                 await ops.stop()
@@ -111,6 +119,14 @@ def cmd_run(args: argparse.Namespace) -> int:
     with contextlib.suppress(KeyboardInterrupt):
         asyncio.run(main())
     return 0
+
+
+def _stop_on_signal(stopping: asyncio.Event, signum: int) -> None:
+    if not stopping.is_set():  # a warning: it shows at every log level but ERROR
+        logging.getLogger("coterie").warning(
+            "%s: stopping (commands in flight are finished first)", signal.Signals(signum).name
+        )
+    stopping.set()
 
 
 def cmd_plugins(args: argparse.Namespace) -> int:
