@@ -386,14 +386,9 @@ class Coterie:
                 f"commands may be at most {limits.max_message_length}",
                 usage=localise(command.usage_in(variant), settings.prefix) if command else None,
             )
-        if command is None:
-            command = await self.host.first_result(
-                "coterie_command_fallback",
-                app=self,
-                message=message,
-                line=line,
-                variant=variant.name,
-            )
+        fallback = {"app": self, "message": message, "line": line, "variant": variant.name}
+        if command is None:  # a plugin may answer a word no one declares (a macro: `!hunt`)
+            command = await self.host.first_result("coterie_command_fallback", **fallback)
         if command is None:
             return self._unknown_command(line, settings)
         if line.comment is not None and len(line.comment) > limits.max_comment_length:
@@ -424,9 +419,7 @@ class Coterie:
             if command.transaction:
                 room = context.message.room_key
                 event = event_key(context.message)
-                # rooms linked into one chronicle share its characters: they take turns
-                lock = context.settings.chronicle or room
-                async with self.state.transaction(lock=lock) as tx:
+                async with self.state.transaction(lock=context.settings.chronicle or room) as tx:
                     context.tx = tx
                     if event is not None:
                         answered = await answered_before(tx, event)
@@ -459,9 +452,8 @@ class Coterie:
 
     @staticmethod
     def _footed(reply: Reply, context: CommandContext) -> Reply:
-        """A roll's reply with its id at the foot (``!log ID``), shown short: ``!log`` tells
-        apart rolls that share a shown id. Notes a plugin added (``ctx.notes``: a tracker a roll
-        moved) come first."""
+        """The reply with the plugins' ``ctx.notes``, then a roll's id at the foot (``!log ID``),
+        shown short: ``!log`` tells apart rolls that share a shown id."""
         if context.notes and not reply.is_error:
             reply.body += context.notes
         if context.roll_id is not None:
