@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import socket
 import time
 from collections.abc import AsyncIterator
 
@@ -15,6 +16,7 @@ import pytest
 from coterie.storage.state import MemoryStore
 from coterie_telegram.bot import EXPIRED, UNKNOWN_BUTTON
 from telegram_fake import (
+    BOT_TOKEN,
     BOT_USERNAME,
     PNG,
     FakeTelegram,
@@ -23,6 +25,7 @@ from telegram_fake import (
     make_adapter,
     make_core,
     serving,
+    settings_for,
     settle,
 )
 
@@ -387,14 +390,70 @@ async def test_polling_backs_off_on_network_errors_and_429(fake, lynn):
     assert served.at - limited.at >= 0.95  # retry_after
 
 
-async def test_sending_backs_off_on_network_errors(fake, lynn):
+async def test_a_send_that_may_have_arrived_is_not_sent_again(fake, lynn, caplog):
+    # the connection drops after Telegram got the request: it may have posted the message
     fake.drop_next("sendMessage")
+    async with serving(make_adapter(fake, faces=[8])) as adapter:
+        await fake.user_message(GROUP, lynn, "!roll 1 6")
+        await fake.wait_for(lambda: fake.attempts("sendMessage"), "a send")
+        await settle(adapter)
+    assert [c.status for c in fake.attempts("sendMessage")] == [0]
+    assert "may not have arrived" in caplog.text
+
+
+async def test_a_timed_out_send_is_not_posted_twice(fake, lynn, monkeypatch, caplog):
+    """Telegram posts the reply but answers after the client gave up (a read time-out): the
+    reply must not be sent a second time."""
+    monkeypatch.setattr("coterie_telegram.bot.READ_TIMEOUT", 0.5)
+    fake.answer_late_next("sendMessage", 1.5)
     async with serving(make_adapter(fake, faces=[8])) as adapter:
         await fake.user_message(GROUP, lynn, "!roll 1 6")
         await fake.wait_sent(1)
         await settle(adapter)
-    dropped, sent = fake.attempts("sendMessage")
-    assert dropped.status == 0 and sent.ok and sent.at - dropped.at >= 0.95
+        await asyncio.sleep(1.2)  # a retry, if there were one, would have gone out by now
+    assert len(fake.sent(GROUP)) == 1
+    assert len(fake.attempts("sendMessage")) == 1
+    assert "may not have arrived" in caplog.text
+
+
+async def test_a_send_that_never_left_is_retried(fake):
+    """A refused connection proves Telegram never got the call: sent again (once)."""
+    from coterie_telegram.bot import TelegramBot, make_bot, not_processed
+    from coterie_telegram.settings import Credentials, TelegramSettings
+
+    with socket.socket() as probe:  # a loopback port nobody listens on
+        probe.bind(("127.0.0.1", 0))
+        closed = probe.getsockname()[1]
+    settings = TelegramSettings.from_table(settings_for(fake, rate_limit_retries=2))
+    credentials = Credentials(bot_token=BOT_TOKEN)
+    nowhere = make_bot(
+        TelegramSettings.from_table(settings_for(fake, api_url=f"http://127.0.0.1:{closed}/bot")),
+        credentials,
+    )
+    core = make_core()
+    bot = TelegramBot(core, settings, credentials)
+    senders = [nowhere, bot.bot]
+    errors: list[BaseException] = []
+
+    async def send() -> object:
+        sender = senders.pop(0)
+        try:
+            return await sender.send_message(GROUP, "hello")
+        except Exception as error:
+            errors.append(error)
+            raise
+
+    # only its HTTP client is started: initialize() would ask the closed port for getMe
+    for request in nowhere._request:
+        await request.initialize()
+    try:
+        async with bot.bot:
+            await bot.call("sendMessage", send, idempotent=False)
+    finally:
+        for request in nowhere._request:
+            await request.shutdown()
+    assert len(errors) == 1 and not_processed(errors[0])
+    assert [m["text"] for m in fake.sent(GROUP)] == ["hello"]
 
 
 async def test_refused_html_and_a_lost_topic_fall_back(fake, lynn):

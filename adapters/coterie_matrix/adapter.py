@@ -50,6 +50,7 @@ class MatrixAdapter(Adapter):
 
     name = "matrix"
     summary = "Matrix rooms (matrix-nio), end-to-end encrypted ones included"
+    settings_model = MatrixSettings
 
     @classmethod
     def check_settings(cls, settings: Mapping[str, Any]) -> None:

@@ -36,6 +36,7 @@ class SlackAdapter(Adapter):
 
     name = "slack"
     summary = "Slack workspaces (slack-bolt): Socket Mode or the HTTP Events API"
+    settings_model = SlackSettings
 
     @classmethod
     def check_settings(cls, settings: Mapping[str, Any]) -> None:
@@ -107,10 +108,11 @@ class SlackAdapter(Adapter):
 
     async def _serve_http(self, bot: SlackBot) -> None:
         from aiohttp import web
-        from slack_bolt.adapter.aiohttp import to_aiohttp_response, to_bolt_request
+        from slack_bolt.adapter.aiohttp import to_aiohttp_response
 
         async def endpoint(request: web.Request) -> web.Response:
-            response = await bot.bolt.async_dispatch(await to_bolt_request(request))
+            raw = await request.read()  # at most client_max_size (1 MiB): 413 beyond
+            response = await bot.dispatch_http(raw, request.query_string, request.headers)
             return await to_aiohttp_response(response)
 
         web_app = web.Application()

@@ -37,6 +37,7 @@ class TelegramAdapter(Adapter):
 
     name = "telegram"
     summary = "Telegram groups and private chats (python-telegram-bot): long polling or a webhook"
+    settings_model = TelegramSettings
 
     @classmethod
     def check_settings(cls, settings: Mapping[str, Any]) -> None:

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from coterie.framework.adapter import Adapter
+from coterie.retry import Backoff
 
 if TYPE_CHECKING:
     from coterie.framework.app import Coterie
@@ -69,6 +70,22 @@ class Supervisor:
                     await task
         finally:
             stop.cancel()
+            running = [task for task in tasks if not task.done()]
+            for task in running:  # cancelled from outside: every adapter is told to stop
+                task.cancel()
+            await asyncio.gather(*running, return_exceptions=True)
+
+    async def _pause(self, delay: float) -> None:
+        """Wait ``delay`` seconds before a restart; a stop cuts the wait short."""
+        waits = {
+            asyncio.ensure_future(asyncio.sleep(delay)),
+            asyncio.ensure_future(self.stopping.wait()),
+        }
+        try:
+            await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for wait in waits:
+                wait.cancel()
 
     async def _stop(self, name: str, adapter: Adapter) -> None:
         try:
@@ -78,7 +95,7 @@ class Supervisor:
 
     async def _supervise(self, name: str) -> None:
         cls = self.app.adapter_classes[name]
-        delay = self.app.restart_delay
+        backoff = Backoff(initial=self.app.restart_delay, maximum=MAX_RESTART_DELAY)
         while not self.stopping.is_set():
             adapter = cls(self.app, self.app.config.adapters.get(name, {}))
             self.running[name] = adapter
@@ -95,10 +112,9 @@ class Supervisor:
                     log.exception("adapter %s failed while stopping", name)
                     return
                 if time.monotonic() - started >= MAX_RESTART_DELAY:
-                    delay = self.app.restart_delay  # it ran well for a while: back-off anew
-                log.exception("adapter %s crashed; restarting in %g s", name, delay)
-                with contextlib.suppress(TimeoutError):  # a stop cuts the wait short
-                    await asyncio.wait_for(self.stopping.wait(), delay)
-                delay = min(delay * 2, MAX_RESTART_DELAY)
+                    backoff.reset()  # it ran well for a while: start the back-off anew
+                delay = backoff.next()
+                log.exception("adapter %s crashed; restarting in %.3f s", name, delay)
+                await self._pause(delay)
             finally:
                 self.running.pop(name, None)

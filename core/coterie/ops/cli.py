@@ -58,6 +58,9 @@ def cmd_chat(args: argparse.Namespace) -> int:
     # the terminal is the chat: only warnings unless [logging] level asks for more
     setup_logging(config, log_format=args.log_format, level=config.logging.level or "WARNING")
     app = _app(config, _dice(args.seed))
+    # again, now that the adapters' settings schemas can say which keys name secrets
+    level = config.logging.level or "WARNING"
+    setup_logging(config, log_format=args.log_format, level=level, adapters=app.adapter_classes)
     settings = dict(config.adapters.get("console", {}))
     if args.user:
         settings["user"] = args.user
@@ -94,6 +97,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     port_offset = apply_port_offset(config)
     app = _app(config)
+    # again, now that the adapters' settings schemas can say which keys name secrets
+    setup_logging(config, log_format=args.log_format, adapters=app.adapter_classes)
     names = config.enabled_adapters()
     if not names:
         raise ConfigError("no adapter is enabled: set enabled = true under [adapters.NAME]")

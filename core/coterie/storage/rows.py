@@ -4,7 +4,6 @@ stored value, and running a transaction again when the database gives up on it
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import json
 import logging
@@ -13,6 +12,7 @@ import sys
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from coterie.retry import Backoff, retry
 from coterie.storage.state import RollRecord, StateStore, Transaction, check_json
 
 if TYPE_CHECKING:
@@ -92,26 +92,18 @@ async def atomically(
     gives up on it (a deadlock, a serialization failure, a lock wait running out), run it again
     (at most ``attempts`` times). ``body`` must do nothing but its reads and writes through
     ``tx``: it may run more than once."""
-    for attempt in range(1, attempts + 1):
-        try:
-            async with store.transaction(lock) as tx:
-                return await body(tx)
-        except Exception as error:
-            if attempt == attempts or not is_retryable(error):
-                raise
-            log.info(
-                "transaction %r: %s; trying again (%d)",
-                lock,
-                getattr(error, "orig", error),
-                attempt,
-            )
-            await asyncio.sleep(0.01 * 2**attempt)
-    raise AssertionError("unreachable")  # pragma: no cover
 
+    async def once() -> T:
+        async with store.transaction(lock) as tx:
+            return await body(tx)
 
-#: the SQLite stores whose write transaction the current task is inside (to refuse a nested
-#: write, which would otherwise wait for itself)
-
-
-#: the SQLite stores whose write transaction the current task is inside (to refuse a nested
-#: write, which would otherwise wait for itself)
+    # safe to retry: the database rolled the whole transaction back
+    return await retry(
+        once,
+        what=f"transaction {lock!r}",
+        safe=is_retryable,
+        attempts=attempts,
+        backoff=Backoff(initial=0.02, maximum=0.5),
+        logger=log,
+        level=logging.INFO,
+    )
