@@ -5,15 +5,16 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 CONFIG ?= config/coterie.toml
 
-.PHONY: run test lint typecheck unit install peers clean bench fuzz postgres nginx
+.PHONY: run test lint typecheck unit install peers clean bench fuzz postgres nginx docs
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
-$(STAMP): $(BIN)/python pyproject.toml examples/coterie-house-rules/pyproject.toml
-	$(BIN)/pip install --quiet -e ".[test,lint,slack,telegram,matrix,charts,bench]"
+$(STAMP): $(BIN)/python pyproject.toml examples/coterie-house-rules/pyproject.toml examples/coterie-cofd/pyproject.toml
+	$(BIN)/pip install --quiet -e ".[test,lint,slack,telegram,matrix,charts,bench,docs]"
 	$(BIN)/pip install --quiet -e examples/coterie-house-rules
+	$(BIN)/pip install --quiet -e examples/coterie-cofd
 	touch $(STAMP)
 
 # Peers the tests run against, installed by `make test` itself:
@@ -56,7 +57,7 @@ install: $(STAMP)
 run: $(STAMP)
 	$(BIN)/coterie chat --config $(CONFIG)
 
-test: $(STAMP) lint typecheck unit
+test: $(STAMP) lint typecheck docs unit
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
@@ -64,7 +65,11 @@ lint: $(STAMP)
 	$(BIN)/lint-imports
 
 typecheck: $(STAMP)
-	$(BIN)/mypy core/coterie adapters/coterie_* plugins/coterie_*
+	$(BIN)/mypy core/coterie adapters/coterie_* plugins/coterie_* examples/coterie-cofd/coterie_cofd
+
+# The API reference of the public modules (mkdocs.yml): any warning fails the build.
+docs: $(STAMP)
+	$(BIN)/mkdocs build --strict --quiet
 
 unit: $(STAMP) peers
 	$(BIN)/pytest -q

@@ -203,6 +203,31 @@ async def test_a_private_answer_goes_to_the_private_chat(fake, lynn, mark):
     assert [c.params["chat_id"] for c in forbidden] == [str(lynn["id"])]
 
 
+async def test_a_flooder_gets_one_short_slow_down_privately_or_in_one_line(fake, lynn, mark):
+    """The slow-down notice is ephemeral: in the private chat when the player has started the
+    bot (Mark), else one short line in the group (Lynn) — never the "start a chat" notice."""
+    fake.add_chat(mark["id"], "private", title="Mark")
+    core = make_core(limits={"rate": {"user_burst": 3, "user_per_minute": 0.1}})
+    async with serving(make_adapter(fake, core=core)) as adapter:
+        for _ in range(8):
+            await fake.user_message(GROUP, lynn, "!roll 2 6")
+            await fake.user_message(GROUP, mark, "!roll 2 6")
+        await fake.wait_sent(3 + 3 + 1)
+        await quiet(fake, adapter)
+    group = texts(fake, GROUP)
+    rolls = [t for t in group if "2 dice" in t]
+    notices = [t for t in group if "2 dice" not in t]
+    assert len(rolls) == 6  # three each
+    assert notices == [
+        "Lynn: slow down, please: too many commands from you just now. "
+        "Try again in about 10 minutes."
+    ]
+    assert texts(fake, mark["id"]) == [
+        "⚠ slow down, please: too many commands from you just now. Try again in about 10 minutes."
+    ]
+    assert not any("privately" in t for t in group)
+
+
 async def test_bots_edits_forwards_and_other_updates_are_ignored(fake, lynn):
     other_bot = fake.user(77, "Dicey", username="dicey_bot", bot=True)
     async with serving(make_adapter(fake, faces=[7])) as adapter:
@@ -563,3 +588,35 @@ async def test_a_secret_for_someone_who_never_started_the_bot_leaves_one_short_n
     assert room[0].startswith("Lynn made a secret roll.")
     assert room[1].startswith("Lynn: an answer is only for you") and len(room) == 2
     assert not any("9 9" in text for text in room)
+
+
+async def test_a_hanging_third_party_command_leaves_other_chats_answering(fake, lynn, mark):
+    """A plugin's `time.sleep` (in a worker thread) in one group: another group's `!roll` is
+    answered meanwhile, in its normal time; the sleeper gets "took too long"."""
+    from coterie.dice.sources import SeededDice
+    from coterie.framework.app import Coterie
+    from coterie.framework.config import Config
+    from coterie.framework.plugins import PluginHost
+    from hanging_plugin import HangingPlugin
+
+    other = -1002
+    fake.add_chat(other, "group", title="Another table")
+    host = PluginHost()
+    host.load(["revised", "telegram"])
+    host.register(TelegramTestCommands(), "telegram-test")
+    host.register(HangingPlugin(), "hanging")
+    config = Config.model_validate(
+        {"plugins": {"enable": ["revised", "telegram"]}, "limits": {"command_timeout": 1.5}}
+    )
+    core = Coterie(config, host=host, dice=SeededDice(1))
+    async with serving(make_adapter(fake, core=core)) as adapter:
+        await fake.user_message(GROUP, lynn, "!nap 3")
+        await asyncio.sleep(0.3)
+        started = time.monotonic()
+        await fake.user_message(other, mark, "!roll 2 6")
+        [answer] = await fake.wait_sent(1, other)
+        took = time.monotonic() - started
+        [late] = await fake.wait_sent(1, GROUP)
+        await settle(adapter)
+    assert "2 dice" in answer["text"] and took < 1.0, took
+    assert late["text"].startswith("⚠ `!nap` took too long")

@@ -11,7 +11,7 @@ import contextlib
 import getpass
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
@@ -34,6 +34,13 @@ class ConsoleAdapter(Adapter):
 
     name = "console"
     summary = "a chat room in the terminal"
+
+    @classmethod
+    def encode_text(cls, body: Sequence[Node]) -> str | None:
+        """The reply body as this platform is sent it (ANSI colours)."""
+        from coterie_console.ansi import AnsiEncoder
+
+        return AnsiEncoder().encode(body)
 
     def __init__(
         self,

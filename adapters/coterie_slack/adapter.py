@@ -15,7 +15,7 @@ import asyncio
 import contextlib
 import importlib.util
 import logging
-from collections.abc import Awaitable, Mapping
+from collections.abc import Awaitable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from coterie.errors import ConfigError
@@ -24,6 +24,7 @@ from coterie_slack.settings import WHERE, Credentials, SlackSettings, read_crede
 
 if TYPE_CHECKING:
     from coterie.framework.app import Coterie
+    from coterie.render.elements import Node
     from coterie_slack.bot import SlackBot
 
 log = logging.getLogger("coterie.slack")
@@ -37,6 +38,13 @@ class SlackAdapter(Adapter):
     name = "slack"
     summary = "Slack workspaces (slack-bolt): Socket Mode or the HTTP Events API"
     settings_model = SlackSettings
+
+    @classmethod
+    def encode_text(cls, body: Sequence[Node]) -> str | None:
+        """The reply body as this platform is sent it (mrkdwn)."""
+        from coterie_slack.mrkdwn import SlackEncoder
+
+        return SlackEncoder().encode(body)
 
     @classmethod
     def check_settings(cls, settings: Mapping[str, Any]) -> None:

@@ -730,7 +730,9 @@ class TelegramBot:
     async def _deliver_privately(self, reply: Reply, target: Target) -> None:
         """A reply only the player may see: in their private chat with the bot (a user's id is
         their private chat's id). Telegram lets a bot write there only after the player has
-        started it; otherwise a notice in the group says so (without the reply)."""
+        started it; otherwise a notice in the group says so (without the reply) — except for a
+        slow-down notice (``meta["notice"] == "slow_down"``), which is said in one short line in
+        the group instead: it is no secret, and the flooder should not be invited to a chat."""
         private = replace(
             target,
             chat_id=target.user_id,
@@ -744,6 +746,11 @@ class TelegramBot:
             return
         except Forbidden as error:
             log.info("could not write privately to user %s: %s", target.user_id, error)
+        if reply.meta.get("notice") == "slow_down":
+            line = visible_text(self.render(reply)).removeprefix("⚠ ").split("\n", 1)[0]
+            text = f"{escape(target.user_name)}: {escape(line)}"
+            await self._send(target.chat_id, text, target.thread_id, target.reply_to, None)
+            return
         link = f"https://t.me/{quote(self.username)}?start=private"
         text = (
             f"{escape(target.user_name)}: an answer is only for you, but I cannot write to you "

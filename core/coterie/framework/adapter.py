@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel
@@ -19,6 +19,7 @@ from coterie.framework.config import secret_env_names_of
 
 if TYPE_CHECKING:
     from coterie.framework.app import Coterie
+    from coterie.render.elements import Node
 
 
 class Adapter(ABC):
@@ -52,6 +53,13 @@ class Adapter(ABC):
         if cls.settings_model is not None:
             return secret_env_names_of(cls.settings_model, settings)
         return [str(v) for k, v in settings.items() if k.endswith("_env") and v]
+
+    @classmethod
+    def encode_text(cls, body: Sequence[Node]) -> str | None:
+        """A reply body as the text this platform is sent, in its own markup (Slack mrkdwn,
+        Telegram HTML, Matrix ``formatted_body`` HTML): for tests (``coterie.testing``) and
+        previews. ``None``: the adapter does not say."""
+        return None
 
     @abstractmethod
     async def run(self) -> None:

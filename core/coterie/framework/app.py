@@ -4,26 +4,28 @@ adapter (console, Slack, Telegram, Matrix) goes through: :meth:`Coterie.handle`.
 from __future__ import annotations
 
 import asyncio
-import inspect
 import logging
 import time
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 from coterie.dice.sources import DiceSource, SystemDice
-from coterie.errors import ConfigError, UsageError
+from coterie.errors import UsageError
 from coterie.framework.adapter import Adapter
+from coterie.framework.checks import check_against_plugins
 from coterie.framework.commands import Command, CommandContext, new_roll_id, shown_id
 from coterie.framework.config import Config
 from coterie.framework.events import Sweeper, answered_before, event_key, record_answer
 from coterie.framework.grammar import CommandLine, localise, shorten, split_command, suggest
+from coterie.framework.guard import CommandGuard, CommandRefused
 from coterie.framework.limits import limit_reply
 from coterie.framework.message import Message
 from coterie.framework.metrics import Metrics
 from coterie.framework.plugins import PluginHost
-from coterie.framework.ratelimit import RateLimiter, describe_wait
+from coterie.framework.ratelimit import limiter_for, slow_down
 from coterie.framework.replies import check_elements, error_reply, localise_buttons
 from coterie.framework.sessions import current_play
+from coterie.framework.settings import check_plugin_settings
 from coterie.framework.supervise import Supervisor
 from coterie.framework.variant import RoomSettings, Variant
 from coterie.render.elements import (
@@ -64,10 +66,13 @@ class Coterie:
         self.variants: dict[str, Variant[Any, Any]] = {}
         self.commands: list[Command] = []
         self.adapter_classes: dict[str, type[Adapter]] = {}
-        #: per-user and per-room token buckets (``[limits.rate]``); tests may swap its clock
-        self.rate_limiter = RateLimiter(config.limits.rate)
+        #: per-user and per-room token buckets (``[limits.rate]``), shared through a PostgreSQL
+        #: store by every worker on it; tests may swap its clock
+        self.rate_limiter = limiter_for(config.limits.rate, self._state.store)
         #: Prometheus counters and the latency histogram (``/metrics``, :mod:`coterie.ops`)
         self.metrics = Metrics()
+        #: the time limit of every command and the isolation of third-party handlers
+        self.guard = CommandGuard(self.host, config.limits)
         #: chat-made room settings changes so far (``handle`` re-reads settings after one)
         self._room_writes = 0
         #: room key → (stored chat changes, config, the settings merged from them), bounded
@@ -76,6 +81,10 @@ class Coterie:
         self.sweeper = Sweeper(lambda: self._state.store)
         self._collect()
         self._check_config()
+        #: each plugin's ``[plugins.settings.NAME]`` with its declared defaults (coterie_settings)
+        self.plugin_settings: dict[str, dict[str, Any]] = check_plugin_settings(
+            self._listed("coterie_settings"), config.plugins.settings, self._bad
+        )
 
     @property
     def state(self) -> AmbientStore:
@@ -86,6 +95,9 @@ class Coterie:
     @state.setter
     def state(self, store: StateStore) -> None:
         self._state = store if isinstance(store, AmbientStore) else AmbientStore(store)
+        self.rate_limiter = limiter_for(
+            self.config.limits.rate, self._state.store, self.rate_limiter
+        )
 
     # --- plugins -----------------------------------------------------------------------------
 
@@ -138,41 +150,8 @@ class Coterie:
         self.host._fail(plugin, hook, TypeError(problem))
 
     def _check_config(self) -> None:
-        names = ", ".join(sorted(self.variants)) or "none"
-        tables = [("defaults", self.config.defaults)] + [
-            (f'rooms."{key}"', room) for key, room in self.config.rooms.items()
-        ]
-        for where, room in tables:
-            if room.variant is not None and room.variant not in self.variants:
-                raise ConfigError(
-                    f"{where}.variant: unknown variant {room.variant!r}; installed: {names}"
-                )
-        declared = {rule.name: rule for v in self.variants.values() for rule in v.house_rules}
-        for where, room in tables:
-            for rule, setting in room.house_rules.items():
-                if rule not in declared:
-                    close = suggest(rule, sorted(declared))
-                    known = f"did you mean {close!r}?" if close else "no rule set declares it"
-                    raise ConfigError(f"{where}.house_rules.{rule}: unknown house rule ({known})")
-                try:
-                    declared[rule].check(setting)
-                except ValueError as error:
-                    raise ConfigError(f"{where}.house_rules.{rule}: {error}") from None
-            variant = self.variants.get(room.variant or self.config.default_variant)
-            low, high = variant.difficulty_range if variant else (1, 30)
-            value = room.default_difficulty
-            if variant is not None and value is not None and not low <= value <= high:
-                raise ConfigError(
-                    f"{where}.default_difficulty: {value} is outside {variant.name}'s "
-                    f"difficulties {low}-{high}"
-                )
-        for name in self.config.enabled_adapters():
-            if name not in self.adapter_classes:
-                installed = ", ".join(sorted(self.adapter_classes)) or "none"
-                raise ConfigError(
-                    f"adapters.{name}: no such adapter is loaded; loaded adapters: {installed}"
-                )
-            self.adapter_classes[name].check_settings(self.config.adapters[name])
+        """Check the config against the loaded plugins (:mod:`coterie.framework.checks`)."""
+        check_against_plugins(self.config, self.variants, self.adapter_classes)
 
     # --- lifecycle ---------------------------------------------------------------------------
 
@@ -181,6 +160,7 @@ class Coterie:
 
     async def stop(self) -> None:
         await self.host.call_async("coterie_shutdown", app=self)
+        self.guard.close()
         await self.state.close()
 
     async def run_adapters(
@@ -303,17 +283,12 @@ class Coterie:
         limited = False
         writes = self._room_writes
         if command is not None:
-            verdict = self.rate_limiter.check(
+            verdict = await self.rate_limiter.verdict(
                 message.platform, message.room_key, message.user, command
             )
             limited = not verdict.allowed
             if limited and verdict.warn:
-                reply = error_reply(
-                    f"slow down, please: too many commands from "
-                    f"{'you' if verdict.scope == 'user' else 'this room'} just now. "
-                    f"Try again in {describe_wait(verdict.retry_after)}."
-                )
-                reply.ephemeral = True
+                reply = slow_down(verdict)
         if not limited:
             reply = await self._answer(message, route)
         if reply is not None:
@@ -426,11 +401,14 @@ class Coterie:
                         if answered is not None:  # a redelivery: its reply, never a re-run
                             return answered
                     context.session, context.scene = await current_play(tx, room)
-                    reply = self._footed(await self._call(command, context), context)
+                    reply = await self.guard.run(command, context, self._call)
+                    reply = self._footed(reply, context)
                     if event is not None:
                         await record_answer(tx, event, reply)
                 return reply
-            reply = await self._call(command, context)
+            reply = await self.guard.run(command, context, self._call)
+        except CommandRefused as refused:  # too long, or fenced: rolled back, room free again
+            return refused.reply
         except UsageError as error:
             usage = localise(
                 error.usage or command.usage_in(context.variant), context.settings.prefix
@@ -464,9 +442,7 @@ class Coterie:
         return reply
 
     async def _call(self, command: Command, context: CommandContext) -> Reply:
-        result = command.handler(context)
-        if inspect.isawaitable(result):
-            result = await result
+        result = await self.guard.invoke(command, context)
         reply = result if isinstance(result, Reply) else Reply(list(result))
         reply.body = [Text(node) if isinstance(node, str) else node for node in reply.body]
         check_elements(reply.body)

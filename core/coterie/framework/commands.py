@@ -219,13 +219,25 @@ class CommandContext:
             )
 
     def _detail(self, outcome: Outcome) -> dict[str, Any]:
-        """The logged detail: the outcome's JSON, marked secret and with its scene."""
-        detail = outcome.as_json()
+        """The logged detail: the outcome's JSON with the rule set's outcome flags, marked secret
+        and with its scene."""
+        detail = logged_detail(self.variant, outcome)
         if self.secret:
             detail["secret"] = True
         if self.scene is not None:
             detail["scene"] = self.scene
         return detail
+
+
+def logged_detail(variant: Variant[Any, Any], outcome: Outcome) -> dict[str, Any]:
+    """The roll log's ``detail``: the outcome's JSON object, plus ``flags`` (sorted) when the
+    rule set flags the outcome (``Variant.outcome_kinds``): what export and ``!stats`` read
+    without knowing the rule set."""
+    detail = outcome.as_json()
+    flags = variant.flags(outcome)
+    if flags:
+        detail["flags"] = sorted(flags)
+    return detail
 
 
 def shorten_request(text: str, limit: int = 300) -> str:

@@ -115,6 +115,24 @@ class Limits(_Strict):
     max_extended_per_room: int = Field(
         default=10, ge=1, le=1000, description="extended actions running at once in one room"
     )
+    command_timeout: float = Field(
+        default=20.0,
+        ge=0.1,
+        le=3600,
+        description="seconds a command may run; then it is stopped and its changes dropped",
+    )
+    loop_block_limit: float = Field(
+        default=0.5,
+        ge=0.05,
+        le=60,
+        description="seconds a third-party plugin's command may hold up the event loop",
+    )
+    block_cooldown: float = Field(
+        default=60.0,
+        ge=0.1,
+        le=86_400,
+        description="seconds a plugin's commands are paused after it held up the event loop",
+    )
     shutdown_grace: float = Field(
         default=10.0,
         ge=0,

@@ -17,15 +17,17 @@ from collections.abc import Sequence
 from typing import Any
 
 from coterie import __version__
-from coterie.dice.sources import DiceSource, FixedDice, SeededDice, SystemDice
+from coterie.dice.sources import DiceSource, ReplayDice, SeededDice, SystemDice
 from coterie.errors import ConfigError, UsageError
 from coterie.framework.config import Config, load_config
 from coterie.framework.grammar import Parsed, Pool, check_range
 from coterie.framework.plugins import installed_plugins
 from coterie.ops.logs import setup_logging
+from coterie.ops.options import apply_options
+from coterie.ops.scaffold import cmd_new_plugin
 from coterie.render.elements import BR
 from coterie.render.encode import to_plain
-from coterie.rulekit.odds import answer, chart_png, histogram
+from coterie.rulekit.odds import answer, chart_png, flagged, histogram
 
 EXIT_USAGE = 2
 LOG_FORMAT_HELP = "log lines as text or one JSON object each (default: [logging] format)"
@@ -297,6 +299,7 @@ def _request(args: argparse.Namespace) -> tuple[Config, Any, Any]:
         if isinstance(value, int) and not isinstance(value, bool):
             check_range(value, slot.minimum, slot.maximum, f"--{slot.name}")
     settings = asyncio.run(app.room_settings("cli:roll"))
+    settings = apply_options(variant, getattr(args, "option", None) or [], values, settings)
     request = variant.build(Parsed(values=values), settings)
     count = variant.dice_count(request)
     if count > config.limits.max_dice:
@@ -306,16 +309,13 @@ def _request(args: argparse.Namespace) -> tuple[Config, Any, Any]:
 
 def cmd_roll(args: argparse.Namespace) -> int:
     _, variant, request = _request(args)
-    count = variant.dice_count(request)
-    dice: DiceSource
     if args.faces is not None:
-        faces = _faces(args.faces)
-        if len(faces) != count:
-            raise UsageError(f"--faces gives {len(faces)} faces but this roll has {count} dice")
-        dice = FixedDice(faces)
+        # any roll replays, exploding dice and re-rolls included: the rule draws what it needs
+        replay = ReplayDice(_faces(args.faces), what="--faces: ")
+        outcome = variant.roll(request, replay)
+        replay.finish()
     else:
-        dice = _dice(args.seed)
-    outcome = variant.roll(request, dice)
+        outcome = variant.roll(request, _dice(args.seed))
     if args.json:
         sys.stdout.write(json.dumps(outcome.as_json(), ensure_ascii=False) + "\n")
     else:
@@ -330,7 +330,7 @@ def cmd_odds(args: argparse.Namespace) -> int:
         if "reroll" not in variant.odds_options:
             raise UsageError(f"the {variant.name} rules have no reroll option for odds")
         options.add("reroll")
-    dist = variant.odds(request, frozenset(options))
+    dist = flagged(variant.odds(request, frozenset(options)), variant)
     if args.chart is not None:
         png = chart_png(dist)  # before any output: a missing matplotlib is a plain usage error
         try:
@@ -418,6 +418,12 @@ def build_parser() -> argparse.ArgumentParser:
     roll.add_argument("--hunger", type=int, help="Hunger dice (v5)")
     roll.add_argument("--specialty", action="store_true", help="a specialty applies")
     roll.add_argument("--willpower", action="store_true", help="spend Willpower")
+    roll.add_argument(
+        "--option",
+        action="append",
+        metavar="NAME[=VALUE]",
+        help="a house rule or !roll option of the rule set, e.g. rote or chance_again=on",
+    )
     roll.add_argument("--faces", help="replay these faces instead of rolling, e.g. 9,1,1,8,1")
     roll.add_argument("--seed", type=int, help="deterministic dice")
     roll.add_argument("--json", action="store_true", help="print one JSON object")
@@ -434,10 +440,23 @@ def build_parser() -> argparse.ArgumentParser:
     odds.add_argument(
         "--reroll", action="store_true", help="v5: re-roll failures with Willpower if it fails"
     )
+    odds.add_argument(
+        "--option",
+        action="append",
+        metavar="NAME[=VALUE]",
+        help="a house rule or !roll option of the rule set, e.g. rote or chance_again=on",
+    )
     odds.add_argument("--json", action="store_true", help="print one JSON object")
     odds.add_argument("--chart", metavar="PNG", help="write a bar chart to this file")
     odds.add_argument("--config", help="config file")
     odds.set_defaults(func=cmd_odds)
+
+    new = sub.add_parser(
+        "new-plugin", help="write a new rule-set plugin distribution (with passing tests)"
+    )
+    new.add_argument("name", metavar="NAME", help="the plugin and rule set name, e.g. tally")
+    new.add_argument("--dir", default=".", help="where to write coterie-NAME/ (default: here)")
+    new.set_defaults(func=cmd_new_plugin)
     return parser
 
 

@@ -80,11 +80,15 @@ def _cell(text: str) -> str:
 
 
 def result_text(record: RollRecord) -> str:
-    """``3 successes (success)``, ``botch``-flagged when the roll botched."""
+    """``3 successes (success)``, ``botch``-flagged when the roll botched, and with the rule
+    set's other outcome flags its word does not already say (``critical``, ``exceptional`` …)."""
     count = f"{record.successes} success" + ("" if record.successes == 1 else "es")
     text = f"{count} ({record.outcome})"
     if record.botch and "botch" not in record.outcome:
         text += ", botch"
+    for flag in record.detail.get("flags", ()):
+        if flag != "botch" and flag not in record.outcome:
+            text += f", {flag}"
     return text
 
 

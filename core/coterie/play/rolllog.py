@@ -172,7 +172,7 @@ async def stats_command(ctx: CommandContext) -> list[Node]:
         per_user[record.user].append(record)
     body: list[Node] = [bold("Dice statistics"), Text(f" ({len(records)} rolls in this room)")]
     ranked = sorted(per_user.values(), key=len, reverse=True)
-    tallies = {name: variant.tallies for name, variant in ctx.app.variants.items()}
+    tallies = {name: variant.stats_tallies() for name, variant in ctx.app.variants.items()}
     for rolls in ranked[:MAX_LINES]:
         body += [BR, *_user_line(rolls, tallies)]
     return body
