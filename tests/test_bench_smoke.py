@@ -69,3 +69,10 @@ def test_pg_round_trips_counts_them():
     assert float(found.group(1)) <= 2.0  # the issue's bound, measured
     # the limiter shared through PostgreSQL (issue 19) is its own transaction: measured, shown
     assert re.search(r"with rate limits shared by the workers: [0-9.]+ round trips", out), out
+
+
+def test_characters_prints_the_ratio_of_rolls_by_name_to_rolls_by_number():
+    for store in ([], ["--memory"]):
+        out = run_bench(str(BENCH / "characters.py"), "--quick", *store)
+        assert re.search(r"ratio by name / by number: [0-9.]+x \(target <= 1.2x\)", out), out
+        assert re.search(r"!roll Strength\+Brawl 6 +[0-9.]+ µs", out)

@@ -808,3 +808,25 @@ async def test_beyond_the_catch_up_bound_one_notice_says_what_was_skipped(
     ]
     assert len(notices) == 1
     assert notice.content["body"].startswith("I was away and could not read back this far:")
+
+
+async def test_a_character_sheet_in_matrix_html(synapse, bot, player, tmp_path):
+    """#17: `!sheet` through Synapse: an m.notice with the sheet in HTML and in plain text."""
+    adapter = make_adapter(make_core(), synapse, bot, tmp_path / "store")
+    async with serving(adapter):
+        room = await joined_room(player, bot)
+        for text in ("!char new Lise", "!char set Strength 3 Brawl 2"):
+            sent = await player.say(room, text)
+            await player.wait_reply(bot.user_id, sent)
+        command = await player.say(room, "!sheet")
+        reply = await player.wait_reply(bot.user_id, command)
+    name = player.account.localpart
+    html = reply.content["formatted_body"]
+    assert reply.content["msgtype"] == "m.notice"
+    assert html.startswith(
+        f"<strong>Lise</strong> ({name}, revised)<br><strong>Attributes</strong>"
+    )
+    assert "<strong>Talents</strong>  Brawl 2" in html
+    body = reply.content["body"].splitlines()
+    assert body[0] == f"Lise ({name}, revised)"
+    assert body[1].startswith("Attributes  Strength 3 · Dexterity 1")

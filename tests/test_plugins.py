@@ -25,11 +25,15 @@ from coterie.render.encode import to_plain
 
 #: coterie's own chat features: built-in plugins from the ``coterie.builtins`` entry points
 BUILTINS = [
+    "coterie.play.byname",
+    "coterie.play.characters",
+    "coterie.play.chronicles",
     "coterie.play.clauses",
     "coterie.play.contests",
     "coterie.play.extended",
     "coterie.play.help",
     "coterie.play.initiative",
+    "coterie.play.macros",
     "coterie.play.roll",
     "coterie.play.rolllog",
     "coterie.play.rooms",
@@ -37,6 +41,7 @@ BUILTINS = [
     "coterie.play.sessions",
     "coterie.play.storyteller",
     "coterie.play.teamwork",
+    "coterie.play.trackers",
 ]
 
 

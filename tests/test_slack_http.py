@@ -618,3 +618,21 @@ async def test_a_private_part_goes_to_a_direct_message_where_ephemeral_cannot(fa
     assert "*9* *9*" in section_text(direct[0]["blocks"])
     room = [c.params for c in fake.ok_calls("chat.postMessage") if c.params["channel"] == CHANNEL]
     assert [r["text"].splitlines()[0] for r in room] == ["Lynn made a secret roll."]
+
+
+async def test_a_character_sheet_is_rendered_as_block_kit(fake, session):
+    """#17: `!sheet` through the real adapter: a section of mrkdwn, the name bold, the plain
+    fallback the same words."""
+    async with serving(adapter_for(fake)) as adapter:
+        for text in ("!char new Lise", "!char set Strength 3 Brawl 2", "!sheet"):
+            status, _ = await post_event(session, adapter, message_event(text))
+            assert status == 200
+            await settle(adapter)
+    *_, call = fake.ok_calls("chat.postMessage")
+    mrkdwn = section_text(call.params["blocks"])
+    assert mrkdwn.startswith("*Lise* (Lynn, revised)")
+    assert "*Attributes*  Strength 3 · Dexterity 1" in mrkdwn
+    assert "*Talents*  Brawl 2" in mrkdwn
+    assert "Health [.......] Healthy" in mrkdwn
+    plain = call.params["text"]
+    assert plain.startswith("Lise (Lynn, revised)") and "*" not in plain

@@ -142,3 +142,22 @@ async def test_a_v5_roll_then_a_willpower_reroll(emulator):
     assert "Difficulty 3: <b>9</b> 1 <b>7</b> <b>8</b> <b>6</b>\n<b>Win</b>" in reroll["text"]
     assert "Willpower re-roll (failures): 2 3 4 → 9 1 6." in reroll["text"]
     assert again["text"].startswith("⚠ your last roll was already re-rolled")
+
+
+async def test_a_character_sheet_in_telegram_html(emulator):
+    """#17: `!sheet` through the real adapter and the emulator: HTML parse mode, the name and
+    the group headings bold, nothing unescaped."""
+    token = new_token()
+    chat = group(-9017)
+    async with serving(adapter_for(emulator, token, [6, 6, 6, 6, 6])) as adapter:
+        for text in ("!char new Lise <3", "!char new Lise", "!char set Strength 3 Brawl 2"):
+            await emulator.say(token, chat, LYNN, text)
+            await emulator.replies(token, chat["id"], 1)
+        await emulator.say(token, chat, LYNN, "!sheet")
+        [sheet] = await emulator.replies(token, chat["id"], 1)
+        await emulator.say(token, chat, LYNN, "!roll Strength+Brawl 6")
+        [roll] = await emulator.replies(token, chat["id"], 1)
+        await settle(adapter)
+    assert sheet["text"].startswith("<b>Lise</b> (Lynn, revised)\n<b>Attributes</b>  Strength 3")
+    assert "<b>Talents</b>  Brawl 2" in sheet["text"]
+    assert "Lise: Strength 3 + Brawl 2 = 5 dice" in roll["text"]

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from coterie import hookimpl
+from coterie.framework.characters import CharacterTemplate
 from coterie.framework.commands import Command
 from coterie.framework.variant import Variant
 from coterie_d6.requests import ContestRequest, InitiativeRequest, RollRequest
@@ -34,6 +35,13 @@ __all__ = [
 @hookimpl
 def coterie_variants() -> list[Variant[Any, Any]]:
     return [D6Variant()]
+
+
+@hookimpl
+def coterie_character_templates() -> list[CharacterTemplate]:
+    from coterie_d6.sheet import TEMPLATE
+
+    return [TEMPLATE]
 
 
 @hookimpl

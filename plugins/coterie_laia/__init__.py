@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from coterie import hookimpl
+from coterie.framework.characters import CharacterTemplate
 from coterie.framework.commands import Command
 from coterie.framework.variant import Variant
 from coterie_laia.requests import LaiaRequest
@@ -17,6 +18,13 @@ __all__ = ["LaiaOutcome", "LaiaRequest", "LaiaVariant"]
 @hookimpl
 def coterie_variants() -> list[Variant[Any, Any]]:
     return [LaiaVariant()]
+
+
+@hookimpl
+def coterie_character_templates() -> list[CharacterTemplate]:
+    from coterie_laia.sheet import TEMPLATE
+
+    return [TEMPLATE]
 
 
 @hookimpl

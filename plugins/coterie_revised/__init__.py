@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from coterie import hookimpl
+from coterie.framework.characters import CharacterTemplate
 from coterie.framework.commands import Command
 from coterie.framework.variant import Variant
 from coterie_revised.requests import RevisedRequest
@@ -16,6 +17,13 @@ __all__ = ["RevisedOutcome", "RevisedRequest", "RevisedVariant"]
 @hookimpl
 def coterie_variants() -> list[Variant[Any, Any]]:
     return [RevisedVariant()]
+
+
+@hookimpl
+def coterie_character_templates() -> list[CharacterTemplate]:
+    from coterie_revised.sheet import TEMPLATE
+
+    return [TEMPLATE]
 
 
 @hookimpl

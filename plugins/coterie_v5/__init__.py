@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from coterie import hookimpl
+from coterie.framework.characters import CharacterTemplate
 from coterie.framework.commands import Command
 from coterie.framework.variant import Variant
 from coterie_v5.requests import V5Request
@@ -17,6 +18,13 @@ __all__ = ["RouseOutcome", "V5Outcome", "V5Request", "V5Variant"]
 @hookimpl
 def coterie_variants() -> list[Variant[Any, Any]]:
     return [V5Variant()]
+
+
+@hookimpl
+def coterie_character_templates() -> list[CharacterTemplate]:
+    from coterie_v5.sheet import TEMPLATE
+
+    return [TEMPLATE]
 
 
 @hookimpl

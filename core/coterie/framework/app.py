@@ -222,7 +222,7 @@ class Coterie:
                 difficulty_for = merged["variant"]
             house.update(room.house_rules)
         house.update(stored.pop("house_rules", {}))
-        merged.update({k: v for k, v in stored.items() if k in ("variant", "prefix")})
+        merged.update({k: v for k, v in stored.items() if k in ("variant", "prefix", "chronicle")})
         if stored.get("default_difficulty") is not None:
             merged["default_difficulty"] = stored["default_difficulty"]
             difficulty_for = stored.get("difficulty_for")
@@ -361,6 +361,9 @@ class Coterie:
                 f"commands may be at most {limits.max_message_length}",
                 usage=localise(command.usage_in(variant), settings.prefix) if command else None,
             )
+        fallback = {"app": self, "message": message, "line": line, "variant": variant.name}
+        if command is None:  # a plugin may answer a word no one declares (a macro: `!hunt`)
+            command = await self.host.first_result("coterie_command_fallback", **fallback)
         if command is None:
             return self._unknown_command(line, settings)
         if line.comment is not None and len(line.comment) > limits.max_comment_length:
@@ -391,7 +394,7 @@ class Coterie:
             if command.transaction:
                 room = context.message.room_key
                 event = event_key(context.message)
-                async with self.state.transaction(lock=room) as tx:
+                async with self.state.transaction(lock=context.settings.chronicle or room) as tx:
                     context.tx = tx
                     if event is not None:
                         answered = await answered_before(tx, event)
@@ -427,8 +430,10 @@ class Coterie:
 
     @staticmethod
     def _footed(reply: Reply, context: CommandContext) -> Reply:
-        """A roll's reply with its id at the foot (``!log ID``), shown short: ``!log`` tells
-        apart rolls that share a shown id."""
+        """The reply with the plugins' ``ctx.notes``, then a roll's id at the foot (``!log ID``),
+        shown short: ``!log`` tells apart rolls that share a shown id."""
+        if context.notes and not reply.is_error:
+            reply.body += context.notes
         if context.roll_id is not None:
             shown = shown_id(context.roll_id)
             if reply.meta.get("roll_id") in (None, context.roll_id):

@@ -7,11 +7,11 @@ import logging
 import secrets
 from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from coterie.dice.sources import DiceSource
 from coterie.errors import UsageError
-from coterie.framework.grammar import CommandLine, Parsed, parse, tokens
+from coterie.framework.grammar import CommandLine, Parsed, Pool, parse, tokens
 from coterie.framework.message import Message
 from coterie.framework.variant import Outcome, RollContext, RoomSettings, SidePart, Variant
 from coterie.render.elements import Node, Reply
@@ -24,6 +24,21 @@ log = logging.getLogger("coterie")
 
 #: the largest pool whose expected successes are worked out for the roll log at roll time
 EXPECTED_MAX_DICE = 40
+
+
+class PoolResolver(Protocol):
+    """Reads Trait names in a roll's pool from a character sheet (``coterie_pool_resolver``)."""
+
+    #: positional slots the sheet fills in (v5 ``hunger``); the words skip them
+    preset: dict[str, Any]
+
+    def read(self, token: str) -> Pool:
+        """``Strength+Brawl+2`` as a pool of named terms, or a friendly error."""
+        ...
+
+    def check(self, parsed: Parsed) -> None:
+        """A last check of a parsed roll against the sheet (a Willpower point left to spend)."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -63,6 +78,10 @@ class CommandContext:
     secret: bool = False
     #: the scene being played in the room (``!scene start``), if any
     scene: str | None = None
+    #: reads Trait names of a roll's pool from the caller's sheet (see :func:`find_resolver`)
+    resolver: PoolResolver | None = None
+    #: lines plugins add under the command's reply (a tracker a roll moved)
+    notes: list[Node] = field(default_factory=list)
 
     @property
     def args(self) -> str:
@@ -99,6 +118,9 @@ class CommandContext:
         outcome = await variant.settle(outcome, context)
         if sides is not None:
             outcome = variant.name_sides(outcome, sides.actor_name, sides.opponent_name)
+        if self.roll_id is None:
+            self.roll_id = new_roll_id()
+        await self.app.host.first_result("coterie_roll_settled", ctx=self, outcome=outcome)
         await self._log(request, outcome, sides)
         await self.app.host.call_async(
             "coterie_after_roll",
@@ -290,8 +312,20 @@ def parse_requests(
         words = tokens(segment)
         if not words:
             raise UsageError("one of the rolls between `;` is empty", usage=usage)
+        resolver = ctx.resolver
         try:
-            parsed = parse(words, variant.grammar, max_options=limits.max_options)
+            if resolver is None:
+                parsed = parse(words, variant.grammar, max_options=limits.max_options)
+            else:
+                parsed = parse(
+                    words,
+                    variant.grammar,
+                    max_options=limits.max_options,
+                    pool=resolver.read,
+                    # a pool in numbers only reads as it always did, slots and all
+                    preset=resolver.preset if any(c.isalpha() for c in words[0]) else None,
+                )
+                resolver.check(parsed)
             parsed.comment = ctx.line.comment
             if prepare is not None:
                 prepare(parsed)
@@ -313,6 +347,7 @@ async def roll_reply(ctx: CommandContext, *, usage: str | None = None) -> Reply:
     """What ``!roll`` does: parse every roll, roll each through :meth:`CommandContext.roll`, lay
     the reply out with the rule set's ``compose``. A rule set's own roll command (laia's
     ``?throw``) calls this with its usage line."""
+    await find_resolver(ctx)
     taken = await ctx.app.host.first_result("coterie_roll_command", ctx=ctx, usage=usage)
     if taken is not None:  # a plugin answers this roll itself (play's `for NAME`, `retry NAME`)
         return taken  # type: ignore[no-any-return]
@@ -320,6 +355,14 @@ async def roll_reply(ctx: CommandContext, *, usage: str | None = None) -> Reply:
     outcomes = [await ctx.roll(request) for request in requests]
     body = ctx.variant.compose(outcomes, ctx.message.display_name, ctx.line.comment)
     return Reply(body, meta={"variant": ctx.variant.name})
+
+
+async def find_resolver(ctx: CommandContext) -> None:
+    """Ask ``coterie_pool_resolver`` for a reader of Trait names (a character sheet) for this
+    roll command; kept in ``ctx.resolver``. A plugin answers ``None`` (cheaply, without any
+    read) for a roll written in numbers only."""
+    if ctx.resolver is None:
+        ctx.resolver = await ctx.app.host.first_result("coterie_pool_resolver", ctx=ctx)
 
 
 #: the 32 symbols of a roll id, one per 5 random bits (no 0, 1, l or o to misread)

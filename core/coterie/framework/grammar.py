@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Literal
@@ -89,6 +89,8 @@ class PoolTerm:
     dice: int
     sign: int = 1
     trait: str | None = None
+    #: a situational modifier (``Dex+Firearms+2``) written beside named Traits: not a Trait
+    modifier: bool = False
 
 
 @dataclass(frozen=True)
@@ -103,8 +105,8 @@ class Pool:
 
     @property
     def added(self) -> tuple[PoolTerm, ...]:
-        """The terms that add dice (Traits); subtracted terms are penalties."""
-        return tuple(term for term in self.terms if term.sign > 0)
+        """The terms that add dice (Traits); subtracted terms and modifiers are not Traits."""
+        return tuple(term for term in self.terms if term.sign > 0 and not term.modifier)
 
     @classmethod
     def of(cls, dice: int) -> Pool:
@@ -263,19 +265,42 @@ def check_range(value: int, low: int | None, high: int | None, what: str) -> int
     return value
 
 
-def parse(words: Sequence[str], grammar: Grammar, *, max_options: int = 20) -> Parsed:
-    """Read ``words`` against ``grammar``; a :class:`UsageError` carries the usage line."""
+#: reads a pool written with Trait names (``Strength+Brawl``) from a character sheet
+PoolReader = Callable[[str], Pool]
+
+
+def parse(
+    words: Sequence[str],
+    grammar: Grammar,
+    *,
+    max_options: int = 20,
+    pool: PoolReader | None = None,
+    preset: Mapping[str, int | str | bool | Pool] | None = None,
+) -> Parsed:
+    """Read ``words`` against ``grammar``; a :class:`UsageError` carries the usage line.
+
+    With ``pool`` (a character sheet's reader), a pool word containing a letter that is not an
+    option is read by it (``Strength+Brawl``, ``Dex+Firearms+2``); ``preset`` values fill
+    positional slots the words then skip (v5's Hunger from the sheet) unless an option gives
+    them."""
     try:
-        return _parse(list(words), grammar, max_options)
+        return _parse(list(words), grammar, max_options, pool, preset or {})
     except UsageError as error:
         if error.usage is None:
             error.usage = grammar.usage
         raise
 
 
-def _parse(words: list[str], grammar: Grammar, max_options: int) -> Parsed:
+def _parse(
+    words: list[str],
+    grammar: Grammar,
+    max_options: int,
+    reader: PoolReader | None = None,
+    preset: Mapping[str, int | str | bool | Pool] | None = None,
+) -> Parsed:
     parsed = Parsed()
-    slots = list(grammar.positionals)
+    preset = preset or {}
+    slots = [slot for slot in grammar.positionals if slot.name not in preset]
     options_seen = 0
     index = 0
     while index < len(words):
@@ -329,6 +354,16 @@ def _parse(words: list[str], grammar: Grammar, max_options: int) -> Parsed:
                     )
                 parsed.values[option.dest] = value_token.lower()
             continue
+        if (
+            reader is not None
+            and slots
+            and slots[0].kind == "pool"
+            and slots[0].name not in parsed.values
+            and not _POOL.fullmatch(word)
+            and any("a" <= ch <= "z" for ch in word)
+        ):
+            parsed.values[slots.pop(0).name] = reader(raw)
+            continue
         if word in grammar.named_traits and slots and slots[0].kind == "pool":
             if index >= len(words) or not _POOL.fullmatch(words[index]):
                 raise UsageError(f"`{word}` needs its rating after it, e.g. `{word} 7`")
@@ -367,6 +402,8 @@ def _parse(words: list[str], grammar: Grammar, max_options: int) -> Parsed:
         hint = f" Did you mean `{close}`?" if close else ""
         raise UsageError(f"unknown option `{shorten(raw)}`.{hint}")
     for slot in slots:
-        if slot.required:
+        if slot.required and slot.name not in parsed.values:
             raise UsageError(f"the {slot.name} is missing")
+    for slot_name, preset_value in preset.items():
+        parsed.values.setdefault(slot_name, preset_value)
     return parsed

@@ -16,7 +16,9 @@ import pluggy
 if TYPE_CHECKING:
     from coterie.framework.adapter import Adapter
     from coterie.framework.app import Coterie
-    from coterie.framework.commands import Command, CommandContext
+    from coterie.framework.characters import CharacterTemplate
+    from coterie.framework.commands import Command, CommandContext, PoolResolver
+    from coterie.framework.grammar import CommandLine
     from coterie.framework.message import Message
     from coterie.framework.settings import Setting
     from coterie.framework.variant import Outcome, Variant
@@ -72,3 +74,29 @@ def coterie_roll_command(
     ctx: CommandContext, usage: str | None
 ) -> Awaitable[Reply | None] | Reply | None:
     """Offered every roll command before it is read; return a reply to answer it yourself."""
+
+
+@hookspec
+def coterie_character_templates() -> list[CharacterTemplate]:
+    """Return character templates (one per rule set it names) this plugin provides."""
+
+
+@hookspec
+def coterie_pool_resolver(ctx: CommandContext) -> Awaitable[PoolResolver | None] | None:
+    """Offered every roll command before it is read: return a resolver that reads Trait names
+    in the pool (from the caller's character sheet), or ``None``."""
+
+
+@hookspec
+def coterie_command_fallback(
+    app: Coterie, message: Message, line: CommandLine, variant: str
+) -> Awaitable[Command | None] | Command | None:
+    """Offered a command word no plugin declares (``!hunt``): return a command to run it."""
+
+
+@hookspec
+def coterie_roll_settled(ctx: CommandContext, outcome: Outcome) -> Awaitable[None] | None:
+    """Called inside the command's transaction for every settled roll, before it is logged
+    (a tracker a roll moves, e.g. a failed rouse check raising Hunger). Unlike
+    ``coterie_after_roll`` it is not isolated: a ``UsageError`` undoes the whole command. Notes
+    for the reply go in ``ctx.notes``."""

@@ -70,6 +70,10 @@ class RoomSettings:
     prefix: str = "!"
     default_difficulty: int | None = None
     house_rules: Mapping[str, bool | int] = field(default_factory=dict)
+    #: the chronicle the room belongs to when the Storyteller linked it to another room's
+    #: (``!chronicle join``); ``None``: the room is its own chronicle. Commands of the rooms of
+    #: one chronicle run under its lock (``Coterie._run``): they share characters
+    chronicle: str | None = None
 
     def rule(self, variant: Variant[Any, Any], name: str) -> bool | int:
         """The value of a house rule of ``variant`` in this room, falling back to its default."""

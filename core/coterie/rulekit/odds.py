@@ -12,7 +12,7 @@ from typing import Any
 
 from coterie.dice.odds import Distribution, off_loop, percent
 from coterie.errors import UsageError
-from coterie.framework.commands import CommandContext, parse_requests
+from coterie.framework.commands import CommandContext, find_resolver, parse_requests
 from coterie.framework.grammar import tokens
 from coterie.framework.variant import Variant
 from coterie.render.elements import BR, Code, Image, Node, Reply, Text, bold, italic
@@ -244,6 +244,7 @@ async def odds_reply(ctx: CommandContext) -> Reply:
     if not args.replace(";", "").strip():
         raise UsageError("which roll? Give at least a dice pool, e.g. `!odds 7 6`", usage=usage)
     line = replace(ctx.line, args=args)
+    await find_resolver(ctx)
     requests = parse_requests(replace(ctx, line=line), usage=usage)
     options = frozenset(chosen - {CHART_WORD})
     chart = CHART_WORD in chosen

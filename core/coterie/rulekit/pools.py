@@ -73,7 +73,8 @@ def checked_pool(
 ) -> int:
     """The number of dice a written pool rolls, or a friendly error.
 
-    * at most ``max_traits`` Traits are added (penalties are subtracted with ``-N``);
+    * at most ``max_traits`` Traits are added (penalties are subtracted with ``-N``; a modifier
+      written beside Trait names, ``Dex+Firearms+2``, is not a Trait);
     * a Trait rated up to 10 (named in ``ten_point_traits``) is rolled alone, rated 0-10;
     * ``penalty`` dice come off (e.g. multiple actions); the pool must keep at least one die.
     """
@@ -86,7 +87,9 @@ def checked_pool(
             f"{_NUMBERS.get(max_traits, str(max_traits))} "
             "(an Attribute and an Ability). Subtract penalties with `-N`."
         )
-    ten_point = [t.trait for t in traits if t.trait is not None and t.trait in ten_point_traits]
+    ten_point = [
+        t.trait for t in traits if t.trait is not None and t.trait.lower() in ten_point_traits
+    ]
     if ten_point and len(traits) > 1:
         raise UsageError(f"{ten_point[0].title()} is rated up to 10 and is rolled alone")
     if ten_point and traits[0].dice > 10:

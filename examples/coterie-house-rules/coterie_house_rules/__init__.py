@@ -7,6 +7,7 @@ from dataclasses import replace
 from typing import Any
 
 from coterie import hookimpl
+from coterie.framework.characters import CharacterTemplate
 from coterie.framework.variant import Variant
 from coterie.render.elements import Role
 from coterie_revised import RevisedOutcome, RevisedRequest, RevisedVariant
@@ -35,3 +36,11 @@ class NoBotchVariant(RevisedVariant):
 @hookimpl
 def coterie_variants() -> list[Variant[Any, Any]]:
     return [NoBotchVariant()]
+
+
+@hookimpl
+def coterie_character_templates() -> list[CharacterTemplate]:
+    """Characters in a nobotch room: the Revised sheet, declared for this rule set."""
+    from coterie_revised.sheet import TEMPLATE
+
+    return [replace(TEMPLATE, variant=NoBotchVariant.name)]

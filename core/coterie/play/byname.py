@@ -1,0 +1,279 @@
+"""Rolls by Trait name: ``!roll Strength+Brawl 6`` reads the pool from the caller's active
+character (``coterie_pool_resolver``).
+
+The pool rules of the rule set's template are applied and shown: at most ``max_traits`` Traits
+(modifiers such as ``+2`` aside), a Trait rated up to 10 rolled alone, the Health chart's wound
+penalty (not on reflexive Traits), a tracker rolled from its current value but never below one
+die, v5's impairment, ``Trait.Specialty``. A pool written in numbers only never reads the sheet.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from coterie.errors import UsageError
+from coterie.framework.characters import CharacterTemplate, TrackerSpec, fold
+from coterie.framework.commands import CommandContext
+from coterie.framework.grammar import Parsed, Pool, PoolTerm, number, shorten, tokens
+from coterie.hookimpl import hookimpl
+from coterie.play import sheets
+from coterie.play.roster import chronicle_of, templates
+from coterie.render.elements import BR, Text
+from coterie.storage import characters as store
+
+_PART = re.compile(r"([+-]?)([^+-]+)")
+_NUMBERS = re.compile(r"[0-9+-]+")
+_NAMES = {1: "one", 2: "two", 3: "three"}
+
+
+def template_tracker(template: CharacterTemplate, name: str) -> bool:
+    tracker = template.tracker(name)
+    return tracker is not None and tracker.rolls == "current"
+
+
+def _names_trait(template: CharacterTemplate, word: str) -> bool:
+    for match in _PART.finditer(word):
+        part = match.group(2).partition(".")[0]
+        if part.isdigit():
+            continue
+        try:
+            template.find(part)
+        except UsageError:
+            continue
+        return True
+    return False
+
+
+def _has_letter(word: str) -> bool:
+    return any(ch.isalpha() for ch in word)
+
+
+class SheetPools:
+    """Reads pools of Trait names from one character (a :class:`~coterie.framework.commands.
+    PoolResolver`)."""
+
+    def __init__(
+        self, ctx: CommandContext, template: CharacterTemplate, sheet: dict[str, Any]
+    ) -> None:
+        self.template = template
+        self.sheet = sheet
+        self.ctx = ctx
+        self.specialty = False
+        self.kind = kind = str(sheet.get("kind", ""))
+        self.preset: dict[str, Any] = {}
+        for slot, name in template.presets.items():
+            tracker = template.tracker_for(kind, name)
+            self.preset[slot] = 0 if tracker is None else sheets.value(template, sheet, tracker)
+
+    def read(self, token: str) -> Pool:
+        template, sheet = self.template, self.sheet
+        terms: list[PoolTerm] = []
+        named: list[tuple[str, int]] = []
+        alone: list[str] = []
+        reflexive = True
+        categories: set[str] = set()
+        trackers = False
+        for match in _PART.finditer(token):
+            sign = -1 if match.group(1) == "-" else 1
+            part = match.group(2)
+            if part.isdigit():
+                terms.append(PoolTerm(number(part, "a modifier"), sign, modifier=True))
+                continue
+            word, dot, special = part.partition(".")
+            name = template.find(word, sheet["custom"])
+            if sign < 0:
+                raise UsageError(f"a Trait adds dice: `-{name}` can't be taken away")
+            key = fold(name)
+            spec = template.traits.get(key)
+            tracker = None if spec is not None else template.tracker_for(self.kind, name)
+            dice = self._dice(name, spec is not None, tracker)
+            if tracker is not None:
+                trackers = True
+            if (spec is not None and spec.ten_point) or tracker is not None:
+                alone.append(name)
+            if spec is None or not (spec.reflexive or spec.ten_point):
+                reflexive = reflexive and tracker is not None
+            if spec is not None and spec.category:
+                categories.add(spec.category)
+            if dot:
+                self._specialty(name, special)
+            named.append((name, dice))
+            terms.append(PoolTerm(dice, 1, name.lower()))
+        self._check(token, named, alone)
+        if not trackers:
+            terms += self._penalties(named, reflexive, categories)
+        self._show(terms)
+        return Pool(tuple(terms))
+
+    def _show(self, terms: list[PoolTerm]) -> None:
+        """Say under the roll how the sheet made the pool: ``Lise: Strength 3 + Brawl 2 − 1
+        (Hurt) = 4 dice`` (not under a secret roll: the room would learn the pool)."""
+        if getattr(self.ctx, "secret", False):
+            return
+        parts: list[str] = []
+        for term in terms:
+            sign = "−" if term.sign < 0 else "+"
+            label = f"{term.trait.title()} " if term.trait else ""
+            if term.modifier and term.trait:
+                parts.append(f"{sign} {term.dice} ({term.trait.title()})")
+            else:
+                parts.append(f"{sign} {label}{term.dice}")
+        text = " ".join(parts).removeprefix("+ ")
+        total = sum(t.dice * t.sign for t in terms)
+        extra = ""
+        if any(t.trait and template_tracker(self.template, t.trait) for t in terms):
+            extra = " (a tracker rolls at least one die)"
+        elif total < 1:
+            total, extra = 1, " (a pool never falls below one die)"
+        dice = "die" if total == 1 else "dice"
+        self.ctx.notes += [BR, Text(f"{self.sheet['name']}: {text} = {total} {dice}{extra}")]
+
+    def _dice(self, name: str, is_trait: bool, tracker: TrackerSpec | None) -> int:
+        template, sheet = self.template, self.sheet
+        if is_trait or tracker is None or tracker.rolls == "never":
+            return sheets.rating(template, sheet, name)
+        if tracker.kind == "boxes":
+            # a tracker rolls its undamaged boxes, never fewer than one die (002)
+            return max(1, sheets.undamaged(template, sheet, tracker))
+        current = sheets.value(template, sheet, tracker)
+        return current if tracker.rolls == "rating" else max(1, current)
+
+    def _specialty(self, name: str, special: str) -> None:
+        if self.template.specialty == "none":
+            raise UsageError(
+                f"the {self.template.variant} rules give specialties no dice effect: "
+                f"roll `{name}` without `.{shorten(special)}`"
+            )
+        known = self.sheet["specialties"].get(name, [])
+        matching = [s for s in known if fold(s).startswith(fold(special))]
+        if not matching:
+            prefix = self.ctx.settings.prefix
+            listed = f" (it has {', '.join(known)})" if known else ""
+            raise UsageError(
+                f"{name} has no specialty `{shorten(special)}`{listed}: "
+                f"`{prefix}char spec {name} {special}` adds one"
+            )
+        self.specialty = True
+
+    def _check(self, token: str, named: list[tuple[str, int]], alone: list[str]) -> None:
+        most = self.template.max_traits
+        written = " + ".join(name for name, _ in named)
+        if alone and len(named) > 1:
+            raise UsageError(f"{alone[0]} is rolled alone: `{written}` adds it to other Traits")
+        if most is not None and len(named) > most:
+            limit = _NAMES.get(most, str(most))
+            raise UsageError(
+                f"`{written}` adds {len(named)} Traits; a pool adds at most {limit} "
+                "(modifiers such as +2 aside)"
+            )
+        if not named:
+            raise UsageError(f"`{shorten(token)}` names no Trait")
+
+    def _penalties(
+        self, named: list[tuple[str, int]], reflexive: bool, categories: set[str]
+    ) -> list[PoolTerm]:
+        template, sheet = self.template, self.sheet
+        out: list[PoolTerm] = []
+        if reflexive:
+            return out
+        level, penalty = sheets.wound_penalty(template, sheet)
+        if penalty is None:
+            raise UsageError(f"{sheet['name']} is {level}: no action can be attempted")
+        total = sum(dice for _, dice in named)
+        if penalty:
+            if total + penalty <= 0:
+                raise UsageError(
+                    f"{sheet['name']} is {level} ({penalty:+d} dice), leaving "
+                    f"{total + penalty} of {total}: this action cannot be attempted"
+                )
+            out.append(PoolTerm(-penalty, -1, level.lower(), modifier=True))
+        health = template.health
+        if health is not None and health.impairment:
+            for track, kinds in health.impairment_tracks.items():
+                tracker = template.tracker(track)
+                if tracker is None or not categories & set(kinds):
+                    continue
+                if sheets.undamaged(template, sheet, tracker) == 0:
+                    out.append(PoolTerm(health.impairment, -1, "impaired", modifier=True))
+                    break
+        return out
+
+    def check(self, parsed: Parsed) -> None:
+        template, sheet = self.template, self.sheet
+        # `!odds … wp` spends nothing: only a roll needs the point
+        spends = () if self.ctx.line.command == "odds" else template.spends
+        for spend in spends:
+            if parsed.values.get(spend.option) is not True:
+                continue
+            tracker = template.tracker(spend.tracker)
+            if tracker is None:
+                continue
+            left = sheets.value(template, sheet, tracker)
+            if left < spend.amount:
+                high = sheets.tracker_high(template, sheet, tracker)
+                raise UsageError(f"{sheet['name']} has no {tracker.name} left ({left}/{high})")
+        if self.specialty:
+            parsed.values["specialty"] = True
+            self.specialty = False
+
+
+#: the option words of a grammar that spend a tracker of a template (both live as long as the
+#: process: rule sets and their templates are made once)
+_spending: dict[tuple[int, int], frozenset[str]] = {}
+
+
+def _wants_sheet(ctx: CommandContext, template: CharacterTemplate) -> tuple[bool, bool]:
+    """(a pool is written by name, a spending option is used) — decided without any read."""
+    grammar = ctx.variant.grammar
+    spending = _spending.get((id(template), id(grammar)))
+    if spending is None:
+        spending = _spending[(id(template), id(grammar))] = frozenset(
+            name
+            for option in grammar.options
+            for spend in template.spends
+            if option.dest == spend.option
+            for name in option.names
+        )
+    by_name = spends = False
+    for segment in ctx.args.split(";"):
+        words = tokens(segment)
+        if not words:
+            continue
+        first = words[0].lower()
+        if (
+            _has_letter(first)
+            and not _NUMBERS.fullmatch(first)
+            and grammar.option(first.partition("=")[0]) is None
+        ):
+            by_name = True
+        if spending and any(w.lower() in spending for w in words):
+            spends = True
+    return by_name, spends
+
+
+@hookimpl
+async def coterie_pool_resolver(ctx: CommandContext) -> SheetPools | None:
+    template = templates(ctx.app).get(ctx.variant.name)
+    if template is None:
+        return None
+    by_name, spends = _wants_sheet(ctx, template)
+    if not by_name and not spends:
+        return None
+    record = await store.load_player(ctx.store, chronicle_of(ctx), ctx.message.user)
+    active = record.get("active")
+    sheet = record["chars"].get(active) if active else None
+    if sheet is None:
+        first = tokens(ctx.args.split(";")[0])[:1]
+        named = ctx.variant.grammar.named_traits
+        if not by_name or (first and first[0].lower() in named):
+            return None  # numbers, or today's `willpower 7`: no sheet needed
+        if not any(_names_trait(template, w) for w in tokens(ctx.args)[:1]):
+            return None  # no Trait name in it (`3+x`): the grammar says what is wrong
+        prefix = ctx.settings.prefix
+        raise UsageError(
+            "to roll by Trait name you need a character here: "
+            f"`{prefix}char new NAME`, then `{prefix}char set Strength 3 …` "
+            "(or roll numbers, e.g. `3+2`)"
+        )
+    return SheetPools(ctx, template, sheet)

@@ -1,0 +1,173 @@
+"""The characters of a chronicle as commands find and change them: the rule sets' templates, the
+chronicle of a room, the character a command is about (yours, or — for the Storyteller —
+anyone's), and saving a change so that ``!undo`` can take it back."""
+
+from __future__ import annotations
+
+import copy
+import logging
+import time
+import weakref
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from coterie.errors import UsageError
+from coterie.framework.characters import CharacterTemplate, fold
+from coterie.framework.commands import CommandContext, shorten_request
+from coterie.play.rooms import is_mention, is_storyteller, mention_key, names_person
+from coterie.storage import characters as store
+
+if TYPE_CHECKING:
+    from coterie.framework.app import Coterie
+
+log = logging.getLogger("coterie")
+
+_templates: weakref.WeakKeyDictionary[Coterie, dict[str, CharacterTemplate]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+#: the app asked last and its templates
+_last: list[Any] = []
+
+
+def templates(app: Coterie) -> dict[str, CharacterTemplate]:
+    """Every rule set's character template, by rule set (the first plugin to declare one for a
+    rule set keeps it; a second is logged and ignored)."""
+    if _last and _last[0] is app:  # every roll asks: the one app of a process, first
+        last: dict[str, CharacterTemplate] = _last[1]
+        return last
+    found = _templates.get(app)
+    if found is None:
+        found = {}
+        # in registration order, as the app reads the other discovery hooks
+        for plugin, listed in app._listed("coterie_character_templates"):
+            for template in listed:
+                if not isinstance(template, CharacterTemplate):
+                    log.error("plugin %s: %r is not a CharacterTemplate", plugin, template)
+                elif template.variant in found:
+                    log.error(
+                        "plugin %s: a second character template for %s is ignored",
+                        plugin,
+                        template.variant,
+                    )
+                else:
+                    found[template.variant] = template
+        _templates[app] = found
+    _last[:] = [app, found]
+    return found
+
+
+def template_of(ctx: CommandContext) -> CharacterTemplate:
+    template = templates(ctx.app).get(ctx.variant.name)
+    if template is None:
+        raise UsageError(f"the {ctx.variant.name} rules have no character sheets")
+    return template
+
+
+def chronicle_of(ctx: CommandContext) -> str:
+    """The chronicle of the command's room: the room itself unless linked to another's."""
+    return ctx.settings.chronicle or ctx.message.room_key
+
+
+@dataclass
+class Found:
+    """A character a command reads or changes, with its player's record."""
+
+    owner: str
+    record: dict[str, Any]
+    key: str
+    sheet: dict[str, Any]
+    before: dict[str, Any]
+
+    @property
+    def name(self) -> str:
+        return str(self.sheet["name"])
+
+
+def _found(owner: str, record: dict[str, Any], key: str) -> Found:
+    sheet = record["chars"][key]
+    return Found(owner, record, key, sheet, copy.deepcopy(sheet))
+
+
+def _by_name(record: dict[str, Any], name: str) -> str | None:
+    """The key of the character ``name`` names (exact, else a unique prefix)."""
+    key = fold(name)
+    if key in record["chars"]:
+        return key
+    starting = [k for k in record["chars"] if k.startswith(key)]
+    return starting[0] if len(starting) == 1 else None
+
+
+async def find(ctx: CommandContext, who: str | None = None, *, edit: bool = False) -> Found:
+    """The character a command is about: ``None`` your active one; ``@user`` their active one;
+    ``NAME`` one of yours, else (the Storyteller) anyone's in the chronicle. A player may read
+    and change only their own characters."""
+    chronicle = chronicle_of(ctx)
+    me = ctx.message.user
+    if who is None:
+        record = await store.load_player(ctx.store, chronicle, me)
+        active = record.get("active")
+        if not active or active not in record["chars"]:
+            prefix = ctx.settings.prefix
+            raise UsageError(
+                f"you have no character in this chronicle yet: `{prefix}char new NAME` makes one"
+                if not record["chars"]
+                else f"you have no active character here: `{prefix}char use NAME` picks one"
+            )
+        return _found(me, record, active)
+    if is_mention(who):
+        wanted = mention_key(who)
+        for owner, record in await store.players(ctx.store, chronicle):
+            if not record["chars"]:
+                continue
+            first = next(iter(record["chars"].values()))
+            if names_person(wanted, owner, first.get("owner_name")):
+                if owner != me:
+                    await _require_storyteller(ctx, edit)
+                key = record.get("active") or next(iter(record["chars"]))
+                return _found(owner, record, key)
+        raise UsageError(f"{shorten_request(who, 40)} has no character in this chronicle")
+    mine = await store.load_player(ctx.store, chronicle, me)
+    key = _by_name(mine, who)
+    if key is not None:
+        return _found(me, mine, key)
+    for owner, record in await store.players(ctx.store, chronicle):
+        key = _by_name(record, who)
+        if key is not None and owner != me:
+            await _require_storyteller(ctx, edit)
+            return _found(owner, record, key)
+    raise UsageError(f'no character "{shorten_request(who, 40)}" in this chronicle')
+
+
+async def _require_storyteller(ctx: CommandContext, edit: bool) -> None:
+    if not await is_storyteller(ctx):
+        verb = "change" if edit else "see"
+        raise UsageError(f"only its player or the Storyteller can {verb} someone else's character")
+
+
+async def save(ctx: CommandContext, found: Found, what: str, *, undoable: bool = True) -> None:
+    """Store a changed character (version +1) and remember the change for ``!undo``."""
+    sheet = found.sheet
+    sheet["version"] = int(found.before.get("version", 0)) + 1
+    sheet["updated"] = time.time()
+    found.record["chars"][found.key] = sheet
+    chronicle = chronicle_of(ctx)
+    await store.save_player(ctx.store, chronicle, found.owner, found.record)
+    if undoable:
+        await store.push_change(
+            ctx.store,
+            chronicle,
+            ctx.message.user,
+            {
+                "owner": found.owner,
+                "key": found.key,
+                "what": what,
+                "command": shorten_request(ctx.message.text, 120),
+                "version": sheet["version"],
+                "before": found.before,
+                "time": sheet["updated"],
+                "roll": ctx.roll_id,
+                "scene": None,
+            },
+        )

@@ -1,0 +1,211 @@
+"""Trackers moved by hand and by play: ``!hunger``, ``!wp``, ``!blood``, ``!rage``, ``!gnosis``,
+``!humanity``, ``!stains``, ``!damage``, ``!heal``; and the changes a settled roll brings (the
+template's ``effects``: a failed rouse check raises Hunger, a Willpower re-roll marks damage,
+``wp`` spends a point), written in the roll's own transaction and shown under the roll. Every
+change replies old → new and can be undone with ``!undo``."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from coterie.errors import UsageError
+from coterie.framework.characters import CharacterTemplate, Effect, TrackerSpec
+from coterie.framework.commands import Command, CommandContext
+from coterie.framework.grammar import number, shorten, tokens
+from coterie.framework.variant import Outcome
+from coterie.hookimpl import hookimpl
+from coterie.play import sheets
+from coterie.play.characters import _target
+from coterie.play.roster import Found, find, save, template_of, templates
+from coterie.render.elements import BR, Node, Text, bold
+
+#: commands whose rolls are not the caller's character's (#20's NPC rolls)
+NOT_THE_ROLLERS = frozenset({"npc"})
+_CHANGE = re.compile(r"([+-]?)([0-9]+)")
+#: the tracker command words and the tracker names they look for
+TRACKER_COMMANDS = {
+    "hunger": "Hunger",
+    "wp": "Willpower",
+    "blood": "Blood Pool",
+    "rage": "Rage points",
+    "gnosis": "Gnosis points",
+    "humanity": "Humanity",
+    "stains": "Stains",
+}
+
+
+def _tracker(template: CharacterTemplate, sheet: dict[str, Any], word: str) -> TrackerSpec:
+    tracker = None
+    for candidate in template.trackers:
+        if candidate.command == word:
+            tracker = candidate
+    if tracker is None:
+        tracker = template.tracker(TRACKER_COMMANDS.get(word, word))
+    kind = sheet.get("kind", "")
+    if tracker is None or template.tracker_for(kind, tracker.name) is None:
+        shown = TRACKER_COMMANDS.get(word, word)
+        who = f"a {kind} keeps" if tracker is not None else f"the {template.variant} rules keep"
+        raise UsageError(f"{who} no {shown} track")
+    return tracker
+
+
+def move(
+    template: CharacterTemplate,
+    sheet: dict[str, Any],
+    tracker: TrackerSpec,
+    sign: str,
+    n: int,
+    ctx: CommandContext | None = None,
+    *,
+    clamp: bool = False,
+) -> str:
+    """Set (no sign) or change a tracker; returns ``Hunger 2 → 3``. Out of range is refused
+    (or, with ``clamp``, stops at the bound)."""
+    variant = ctx.variant if ctx else None
+    settings = ctx.settings if ctx else None
+    before = sheets.tracker_text(template, sheet, tracker, variant, settings)
+    note = ""
+    if tracker.kind == "boxes":
+        if not sign:
+            raise UsageError(f"{tracker.name} takes `+N` (heal) or `-N` (mark damage)")
+        if sign == "-":
+            note = sheets.damage(template, sheet, tracker, n, tracker.marks[0][0]) or ""
+        else:
+            sheets.heal(template, sheet, tracker, n, None)
+    else:
+        old = sheets.value(template, sheet, tracker)
+        high = sheets.tracker_high(template, sheet, tracker, variant, settings)
+        new = old + n if sign == "+" else old - n if sign == "-" else n
+        if not 0 <= new <= high:
+            if not clamp:
+                raise UsageError(
+                    f"{sheet['name']}'s {tracker.name} goes from 0 to {high}: "
+                    f"{old} {sign or '→'} {n} would be {new}"
+                )
+            new = max(0, min(new, high))
+            note = f"{tracker.name} stays at most {high}" if new == high else ""
+        sheets.set_value(sheet, tracker, new)
+    after = sheets.tracker_text(template, sheet, tracker, variant, settings)
+    return f"{tracker.name} {before} → {after}" + (f" ({note})" if note else "")
+
+
+async def tracker_command(ctx: CommandContext) -> list[Node]:
+    template = template_of(ctx)
+    words, who = _target(tokens(ctx.args))
+    found = await find(ctx, who, edit=bool(words))
+    tracker = _tracker(template, found.sheet, ctx.line.command)
+    if not words:
+        text = sheets.tracker_text(template, found.sheet, tracker, ctx.variant, ctx.settings)
+        return [bold(found.name), Text(f": {tracker.name} {text}")]
+    if len(words) > 1:
+        raise UsageError(f"give one change: `N`, `+N` or `-N`, not `{shorten(' '.join(words))}`")
+    change = _CHANGE.fullmatch(words[0])
+    if not change:
+        raise UsageError(f"`{shorten(words[0])}` is not a change: write `N`, `+N` or `-N`")
+    n = number(change.group(2), tracker.name)
+    what = move(template, found.sheet, tracker, change.group(1), n, ctx)
+    await save(ctx, found, f"{found.name}: {what}")
+    return [bold(found.name), Text(f": {what}")]
+
+
+async def damage_command(ctx: CommandContext) -> list[Node]:
+    """``!damage N [KIND] [TRACK]`` / ``!heal N [KIND] [TRACK]`` on a track of boxes."""
+    template = template_of(ctx)
+    words, who = _target(tokens(ctx.args))
+    healing = ctx.line.command == "heal"
+    if not words or not words[0].isdigit():
+        raise UsageError(f"how much? `{ctx.settings.prefix}{ctx.line.command} N [kind]`")
+    n = number(words[0], "the damage")
+    if not 1 <= n <= 30:
+        raise UsageError(f"give 1 to 30 boxes, not {n}")
+    found = await find(ctx, who, edit=True)
+    track = "Health"
+    rest = words[1:]
+    if rest and rest[-1].lower() in ("health", "wp", "willpower", "will"):
+        track = "Health" if rest.pop().lower() == "health" else "Willpower"
+    tracker = _tracker(template, found.sheet, "Health" if track == "Health" else "wp")
+    if tracker.kind != "boxes":
+        raise UsageError(f"{tracker.name} is not a track of damage boxes in {template.variant}")
+    if len(rest) > 1:
+        raise UsageError(f"one kind of damage: {', '.join(k for k, _ in tracker.marks)}")
+    kind = tracker.mark_kind(rest[0])[0] if rest else None
+    before = sheets.tracker_text(template, found.sheet, tracker)
+    note = None
+    if healing:
+        sheets.heal(template, found.sheet, tracker, n, kind)
+    else:
+        note = sheets.damage(template, found.sheet, tracker, n, kind or tracker.marks[0][0])
+    after = sheets.tracker_text(template, found.sheet, tracker)
+    what = f"{tracker.name} {before} → {after}" + (f" ({note})" if note else "")
+    await save(ctx, found, f"{found.name}: {what}")
+    return [bold(found.name), Text(f": {what}")]
+
+
+def apply(
+    template: CharacterTemplate, sheet: dict[str, Any], effect: Effect, ctx: CommandContext
+) -> str | None:
+    """One effect of a roll on the sheet, as a ``Hunger 2 → 3`` line (``None``: not kept by
+    this character)."""
+    tracker = template.tracker_for(sheet.get("kind", ""), effect.tracker)
+    if tracker is None:
+        return None
+    if effect.action == "damage":
+        before = sheets.tracker_text(template, sheet, tracker)
+        note = sheets.damage(template, sheet, tracker, effect.amount, effect.mark or "")
+        after = sheets.tracker_text(template, sheet, tracker)
+        return f"{tracker.name} {before} → {after}" + (f" ({note})" if note else "")
+    sign = "+" if effect.amount >= 0 else "-"
+    return move(template, sheet, tracker, sign, abs(effect.amount), ctx, clamp=not effect.strict)
+
+
+@hookimpl
+async def coterie_roll_settled(ctx: CommandContext, outcome: Outcome) -> None:
+    template = templates(ctx.app).get(ctx.variant.name)
+    if template is None or template.effects is None:
+        return
+    if ctx.line.command in NOT_THE_ROLLERS:
+        return  # the Storyteller rolling for an NPC spends nothing of their own character
+    effects = list(template.effects(outcome))
+    if not effects:
+        return
+    try:
+        found: Found = await find(ctx)
+    except UsageError:
+        return  # no character here: the roll moves nothing
+    lines = [text for e in effects if (text := apply(template, found.sheet, e, ctx))]
+    if not lines:
+        return
+    why = ", ".join(dict.fromkeys(e.why for e in effects if e.why))
+    await save(ctx, found, f"{found.name}: " + "; ".join(lines) + (f" ({why})" if why else ""))
+    for text in lines:
+        ctx.notes += [BR, Text(f"{found.name}: {text}")]
+
+
+@hookimpl
+def coterie_commands() -> list[Command]:
+    out = [
+        Command(
+            name=word,
+            summary=f"your character's {name}: show it, set it (N) or move it (+N / -N)",
+            usage=f"!{word} [N | +N | -N] [for NAME|@user]",
+            handler=tracker_command,
+        )
+        for word, name in TRACKER_COMMANDS.items()
+    ]
+    out += [
+        Command(
+            name="damage",
+            summary="mark damage on your character's Health (or Willpower) track",
+            usage="!damage N [KIND] [health|wp] [for NAME|@user]",
+            handler=damage_command,
+            details="Marks what is typed: soak and halving are yours to do first.",
+        ),
+        Command(
+            name="heal",
+            summary="clear damage from your character's Health (or Willpower) track",
+            usage="!heal N [KIND] [health|wp] [for NAME|@user]",
+            handler=damage_command,
+        ),
+    ]
+    return out
