@@ -315,3 +315,35 @@ async def test_init_errors_change_nothing() -> None:
     await t.ok("bob", "!init add Bob 3")
     assert "in the fight already" in await t.error("bob", "!init add bob 3")
     assert "nobody called `zed`" in await t.error("bob", "!init remove zed")
+
+
+# --- NPCs with sheets -----------------------------------------------------------------------------
+
+
+async def test_npc_sheets_are_the_storytellers_and_roll_by_trait_name_in_secret() -> None:
+    t = await claimed()
+    made = await t.ok("st", "!npc new Guard")
+    assert made == "An NPC was made (its sheet is the Storyteller's)."
+    assert t.last is not None and "Guard" in private_text(t.last, "st")
+    await t.ok("st", "!npc set Guard Wits 3 Alertness 2")
+    t.faces(8, 8, 8, 2, 1)
+    room = await t.ok("st", "!npc roll Guard Wits+Alertness 6")
+    assert room == "Guard made a secret NPC roll."
+    assert t.last is not None
+    seen = private_text(t.last, "st")
+    assert "5 dice" in seen and "8 8 8 2 1" in seen  # Wits 3 + Alertness 2 from the sheet
+    shown = await t.ok("st", "!npc sheet Guard")
+    assert "Wits" not in shown and t.last is not None and "Wits" in private_text(t.last, "st")
+    assert "Guard" in private_text(t.last, "st")
+    await t.ok("st", "!npc list")
+    assert t.last is not None and "Guard" in private_text(t.last, "st")
+
+
+async def test_players_can_neither_see_nor_change_nor_roll_npcs() -> None:
+    t = await claimed()
+    await t.ok("st", "!npc new Guard")
+    for text in ("!npc sheet Guard", "!npc set Guard Wits 5", "!npc roll Guard 3 6", "!npc list"):
+        assert "only the Storyteller" in await t.error("alice", text), text
+    assert "no NPC" in await t.error("st", "!npc sheet Nobody")
+    assert "there is an NPC called Guard" in await t.error("st", "!npc new guard")
+    assert "did you mean" in (await t.error("st", "!npc set Guard Witts 3")).lower()

@@ -26,6 +26,7 @@ from coterie.framework.commands import (
 )
 from coterie.framework.grammar import Parsed, shorten, tokens
 from coterie.hookimpl import hookimpl
+from coterie.play.npcs import npc_sheet_command, read_from, sheet_of
 from coterie.play.rooms import (
     claimed_storytellers,
     configured_storytellers,
@@ -54,7 +55,12 @@ MAX_ASKS = 20
 REVEAL_USAGE = "!reveal ROLL-ID"
 ASK_USAGE = "!ask @USER POOL DIFFICULTY secret [margin] | cancel @USER"
 ANSWER_USAGE = "!answer [POOL]"
-NPC_USAGE = "!npc roll NAME POOL [DIFFICULTY] [options] | secret on|off"
+NPC_USAGE = (
+    "!npc roll NAME POOL [DIFFICULTY] [options] | new NAME | set NAME TRAIT N … | sheet NAME | "
+    "list | secret on|off"
+)
+#: the ``!npc`` actions on NPCs' sheets (:mod:`coterie.play.npcs`)
+NPC_SHEET_ACTIONS = ("new", "set", "add", "remove", "spec", "unspec", "sheet", "list")
 
 
 def _state(ctx: CommandContext) -> RoomState:
@@ -352,15 +358,21 @@ async def npc(ctx: CommandContext) -> Reply | list[Node]:
         await state.set("npc_secret", secret)
         shown = "in secret" if secret else "openly"
         return [Text(f"NPC rolls are now made {shown} by default in this room.")]
+    if action in NPC_SHEET_ACTIONS:
+        return await npc_sheet_command(ctx, action, words[1:])
     if action != "roll" or len(words) < 3:
         raise UsageError("roll for whom? `!npc roll Guard 5 6`", usage=NPC_USAGE)
     who = words[1][:40]
+    sheet = await sheet_of(ctx, who)
+    if sheet is not None:  # an NPC with a sheet: its Trait names are read from it
+        read_from(ctx, sheet)
+        who = str(sheet["name"])
     args, public = _without_word(" ".join(words[2:]), "public")
     args, secret_asked = _without_word(args, SECRET_WORD)
     secret = secret_asked or (not public and bool(await state.get("npc_secret", True)))
     ctx.line = replace(ctx.line, args=args)
+    ctx.secret = secret  # before the pools are read: a secret pool's makeup stays private
     requests = parse_requests(ctx, usage=NPC_USAGE)
-    ctx.secret = secret
     outcomes = [await ctx.roll(request) for request in requests]
     full = ctx.variant.compose(outcomes, who, ctx.line.comment)
     if not secret:
