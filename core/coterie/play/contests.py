@@ -298,6 +298,10 @@ def coterie_commands() -> list[Command]:
             aliases=("challenge",),
             summary="challenge someone to a resisted (or extended) contest",
             usage=CONTEST_USAGE,
+            examples=(
+                "alice: !contest @bob {pool}\nbob: !resist {pool}",
+                "alice: !contest @bob {pool}\nalice: !contest status",
+            ),
             handler=contest,
             details=(
                 "The other side answers with `!resist POOL [DIFFICULTY]`. With a TARGET (or "
@@ -309,6 +313,10 @@ def coterie_commands() -> list[Command]:
             name="resist",
             summary="answer a contest someone challenged you to",
             usage=RESIST_USAGE,
+            examples=(
+                "alice: !contest @bob {pool}\nbob: !resist {pool}",
+                "alice: !contest @bob {pool}\nbob: !resist 3",
+            ),
             handler=resist,
         ),
     ]

@@ -7,7 +7,7 @@ from __future__ import annotations
 from coterie.framework.commands import Command, CommandContext, roll_reply
 from coterie.hookimpl import hookimpl
 from coterie.render.elements import Reply
-from coterie.rulekit.odds import odds_reply
+from coterie.rulekit.odds import has_odds, odds_reply
 
 ROLL_USAGE = "!roll POOL [DIFFICULTY] [options] [# comment]"
 
@@ -31,6 +31,7 @@ def coterie_commands() -> list[Command]:
             aliases=("r",),
             summary="roll a dice pool under the room's rules",
             usage=ROLL_USAGE,
+            examples=("!roll {roll}", "!roll {roll2}"),
             handler=roll,
             details="Several rolls in one message are separated by `;`.",
         ),
@@ -38,6 +39,8 @@ def coterie_commands() -> list[Command]:
             name="odds",
             summary="the exact chances of a roll, before you roll it",
             usage=ODDS_USAGE,
+            supports=has_odds,
+            examples=("!odds {roll}", "!odds {roll2}"),
             handler=odds,
             transaction=False,
             details=(

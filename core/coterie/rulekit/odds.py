@@ -221,3 +221,23 @@ def _odds_nodes(
     if chart:
         nodes += [BR, *histogram(dist), BR, chart_image(dist)]
     return nodes
+
+
+_HAS_ODDS: dict[tuple[type, str], bool] = {}
+
+
+def has_odds(variant: Variant[Any, Any]) -> bool:
+    """Whether ``variant`` works out odds (its first ``!roll`` example's), remembered per rule
+    set: ``!help`` lists ``!odds`` only where it answers."""
+    key = (type(variant), variant.name)
+    if key not in _HAS_ODDS:
+        from coterie.framework.grammar import parse
+        from coterie.framework.variant import RoomSettings
+
+        try:
+            parsed = parse(tokens(variant.roll_examples()[0]), variant.grammar)
+            variant.odds(variant.build(parsed, RoomSettings(variant=variant.name)))
+            _HAS_ODDS[key] = True
+        except UsageError:
+            _HAS_ODDS[key] = False
+    return _HAS_ODDS[key]
