@@ -415,3 +415,22 @@ def test_config_problems_are_reusable(tmp_path):
         "defaults.prefx: unknown key (did you mean 'prefix'?)",
         "plugins.settings.mine.storytelers: unknown key (did you mean 'storytellers'?)",
     ]
+
+
+def test_completion_script_completes_subcommands_and_options(coterie_cli, cli_env, tmp_path):
+    script = subprocess.run(
+        [*coterie_cli, "completion", "bash"],
+        capture_output=True,
+        text=True,
+        env=cli_env,
+        timeout=60,
+    ).stdout
+    (tmp_path / "c.sh").write_text(script, encoding="utf-8")
+    probe = (
+        f"source {tmp_path / 'c.sh'}; "
+        'COMP_WORDS=(coterie con); COMP_CWORD=1; _coterie; echo "${COMPREPLY[@]}"; '
+        'COMP_WORDS=(coterie config ""); COMP_CWORD=2; _coterie; echo "${COMPREPLY[@]}"; '
+        'COMP_WORDS=(coterie roll --var); COMP_CWORD=2; _coterie; echo "${COMPREPLY[@]}"'
+    )
+    out = subprocess.run(["bash", "-c", probe], capture_output=True, text=True, timeout=60)
+    assert out.stdout.splitlines() == ["config", "--help check", "--variant"], out

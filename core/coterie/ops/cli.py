@@ -165,6 +165,7 @@ def cmd_config_check(args: argparse.Namespace) -> int:
     if config is not None:
         with problems.gather():
             app = _app(config)
+    invalid = len(problems)  # problems of the file itself; plugin failures come after
     if app is not None:
         for failure in app.host.failures:
             problems.add(f"plugin {failure.plugin}", f"{failure.where}: {failure.error}")
@@ -172,7 +173,7 @@ def cmd_config_check(args: argparse.Namespace) -> int:
         for line in problems.lines:
             sys.stderr.write(f"{path or '(built-in defaults)'}: {line}\n")
         sys.stderr.write(f"{len(problems)} problem(s) found\n")
-        return EXIT_CONFIG
+        return EXIT_CONFIG if invalid else 1
     assert config is not None and app is not None
     sys.stdout.write(
         f"{path or '(built-in defaults)'}: OK — rule sets: "
@@ -351,6 +352,13 @@ def cmd_odds(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_completion(args: argparse.Namespace) -> int:
+    from coterie.ops.completion import script
+
+    sys.stdout.write(script(build_parser(), args.shell))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="coterie", description="Storyteller dice bots for every chat platform."
@@ -442,6 +450,15 @@ def build_parser() -> argparse.ArgumentParser:
     odds.add_argument("--chart", metavar="PNG", help="write a bar chart to this file")
     odds.add_argument("--config", help="config file")
     odds.set_defaults(func=cmd_odds)
+
+    completion = sub.add_parser(
+        "completion",
+        help="print a shell completion script",
+        description='Print a completion script: eval "$(coterie completion bash)" in ~/.bashrc '
+        "(or zsh in ~/.zshrc).",
+    )
+    completion.add_argument("shell", choices=("bash", "zsh"), help="the shell")
+    completion.set_defaults(func=cmd_completion)
     return parser
 
 

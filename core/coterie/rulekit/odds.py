@@ -106,7 +106,7 @@ class ChartsUnavailable(UsageError):
 
 def chart_png(dist: Distribution, *, dpi: int = 100) -> bytes:
     """A PNG bar chart of the ``successes`` distribution, each bar split by outcome and coloured
-    by it, titled with the roll. Needs matplotlib (``pip install 'coterie[charts]'``), imported
+    by it, titled with the roll. Needs matplotlib (``pip install '.[charts]' in a clone``), imported
     here only; it draws with the Agg backend on a private figure, so it is safe in a thread."""
     try:
         from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -114,7 +114,7 @@ def chart_png(dist: Distribution, *, dpi: int = 100) -> bytes:
     except ImportError:
         raise ChartsUnavailable(
             "charts need matplotlib, which is not installed here: "
-            "pip install 'coterie[charts]' (the text odds work without it)"
+            "pip install '.[charts]' in a clone (the text odds work without it)"
         ) from None
     low, high = shown_range(dist)
     values = list(range(low, high + 1))
