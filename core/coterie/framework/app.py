@@ -14,9 +14,10 @@ from typing import Any, NamedTuple
 from coterie.dice.sources import DiceSource, SystemDice
 from coterie.errors import UsageError
 from coterie.framework.adapter import Adapter
+from coterie.framework.checks import check_against_plugins
 from coterie.framework.commands import Command, CommandContext, new_roll_id
-from coterie.framework.config import Config, Problems
-from coterie.framework.grammar import CommandLine, localise, shorten, split_command, suggest
+from coterie.framework.config import Config
+from coterie.framework.grammar import CommandLine, localise, shorten, split_command
 from coterie.framework.limits import limit_reply
 from coterie.framework.message import Message
 from coterie.framework.metrics import Metrics
@@ -137,63 +138,7 @@ class Coterie:
 
     def _check_config(self) -> None:
         """Check the config against the loaded plugins; every problem is reported at once."""
-        problems = Problems()
-        names = ", ".join(sorted(self.variants)) or "none"
-        tables = [("defaults", self.config.defaults)] + [
-            (f'rooms."{key}"', room) for key, room in self.config.rooms.items()
-        ]
-        for key in self.config.rooms:
-            platform, sep, room_id = key.partition(":")
-            if not sep or not platform or not room_id:
-                problems.add(
-                    f"rooms.{key}",
-                    'a room is named "platform:room" (did you mean '
-                    f'[rooms."{next(iter(sorted(self.adapter_classes)), "console")}:{key}"]?)',
-                )
-            elif platform not in self.adapter_classes:
-                close = suggest(platform, sorted(self.adapter_classes))
-                if close:
-                    problems.add(
-                        f'rooms."{key}"', f"no adapter {platform!r} (did you mean {close!r}?)"
-                    )
-        for where, room in tables:
-            if room.variant is not None and room.variant not in self.variants:
-                close = suggest(room.variant, sorted(self.variants))
-                hint = f" (did you mean {close!r}?)" if close else ""
-                problems.add(
-                    f"{where}.variant",
-                    f"unknown variant {room.variant!r}{hint}; installed: {names}",
-                )
-        declared = {rule.name: rule for v in self.variants.values() for rule in v.house_rules}
-        for where, room in tables:
-            for rule, setting in room.house_rules.items():
-                if rule not in declared:
-                    close = suggest(rule, sorted(declared))
-                    known = f"did you mean {close!r}?" if close else "no rule set declares it"
-                    problems.add(f"{where}.house_rules.{rule}", f"unknown house rule ({known})")
-                    continue
-                try:
-                    declared[rule].check(setting)
-                except ValueError as error:
-                    problems.add(f"{where}.house_rules.{rule}", str(error))
-            variant = self.variants.get(room.variant or self.config.default_variant)
-            low, high = variant.difficulty_range if variant else (1, 30)
-            value = room.default_difficulty
-            if variant is not None and value is not None and not low <= value <= high:
-                problems.add(
-                    f"{where}.default_difficulty",
-                    f"{value} is outside {variant.name}'s difficulties {low}-{high}",
-                )
-        for name in self.config.enabled_adapters():
-            if name not in self.adapter_classes:
-                installed = ", ".join(sorted(self.adapter_classes)) or "none"
-                problems.add(
-                    f"adapters.{name}", f"no such adapter is loaded; loaded adapters: {installed}"
-                )
-                continue
-            with problems.gather():
-                self.adapter_classes[name].check_settings(self.config.adapters[name])
-        problems.raise_if_any()
+        check_against_plugins(self.config, self.variants, self.adapter_classes)
 
     # --- lifecycle ---------------------------------------------------------------------------
 
