@@ -139,6 +139,8 @@ class PluginsConfig(_Strict):
 
 #: the environment variable that overrides ``[state] url`` (and may hold a password)
 DATABASE_URL_ENV = "COTERIE_DATABASE_URL"
+#: the environment variable naming the data directory when no config file is used
+DATA_DIR_ENV = "COTERIE_DATA_DIR"
 #: the SQLite file of the default store, under ``data_dir``
 DEFAULT_DATABASE = "coterie.db"
 _URL_PASSWORD = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://[^/@?#]*:[^/@?#]+@")
@@ -212,7 +214,17 @@ class Config(_Strict):
         return [name for name, table in self.adapters.items() if table.get("enabled", False)]
 
     def data_path(self) -> Path:
-        """``data_dir`` as a path: a relative one is under the config file's directory."""
+        """Where coterie keeps its files (the SQLite store, chart images): ``data_dir``, a
+        relative one under the config file's directory; without a config file (and no
+        ``data_dir`` given) the platform's user data directory, e.g. ``~/.local/share/coterie``
+        (``$COTERIE_DATA_DIR`` overrides it)."""
+        if self._base_dir is None and "data_dir" not in self.model_fields_set:
+            override = os.environ.get(DATA_DIR_ENV)
+            if override:
+                return Path(override).expanduser()
+            import platformdirs
+
+            return Path(platformdirs.user_data_dir("coterie", appauthor=False))
         path = Path(self.data_dir).expanduser()
         if path.is_absolute() or self._base_dir is None:
             return path

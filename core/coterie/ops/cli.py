@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import json
 import logging
 import os
@@ -29,6 +28,7 @@ from coterie.rulekit.odds import answer, chart_png, histogram
 EXIT_USAGE = 2
 LOG_FORMAT_HELP = "log lines as text or one JSON object each (default: [logging] format)"
 EXIT_CONFIG = 3
+VERBOSE_HELP = "also log the database migration library's own lines when nothing is migrated"
 
 
 def _config(path: str | None) -> Config:
@@ -41,11 +41,12 @@ def _app(config: Config, dice: DiceSource | None = None, store: Any = None) -> A
     return Coterie(config, dice=dice, store=store)
 
 
-async def _open_store(config: Config) -> Any:
-    """The config's state store (``[state]``; SQLite under ``data_dir`` by default), migrated."""
+async def _open_store(config: Config, *, verbose: bool = False) -> Any:
+    """The config's state store (``[state]``; SQLite under ``data_dir`` by default), migrated;
+    Alembic's own lines only when something is migrated, or with ``verbose`` (``-v``)."""
     from coterie.storage.migrate import open_store
 
-    return await open_store(config)
+    return await open_store(config, verbose=verbose)
 
 
 def _dice(seed: int | None) -> DiceSource:
@@ -62,6 +63,8 @@ def cmd_chat(args: argparse.Namespace) -> int:
         settings["user"] = args.user
     if args.room:
         settings["room"] = args.room
+    if args.storyteller:
+        settings["storyteller"] = args.storyteller
     cls = app.adapter_classes.get("console")
     if cls is None:
         raise ConfigError("plugins.enable: the console adapter plugin is not enabled")
@@ -72,7 +75,8 @@ def cmd_chat(args: argparse.Namespace) -> int:
         )
 
     async def main() -> None:
-        app.state = await _open_store(config)
+        app.state = await _open_store(config, verbose=args.verbose)
+        sys.stderr.write(f"coterie: {_store_line(config)}\n")
         await app.start()
         try:
             if args.variant is not None:  # as if the room had said !variant NAME
@@ -82,8 +86,29 @@ def cmd_chat(args: argparse.Namespace) -> int:
         finally:
             await app.stop()
 
-    asyncio.run(main())
+    return _until_interrupted(main)
+
+
+def _until_interrupted(main: Any) -> int:
+    """Run ``main()``; Ctrl-C ends it cleanly: one line, exit status 0."""
+    try:
+        asyncio.run(main())
+    except KeyboardInterrupt:
+        sys.stderr.write("coterie: interrupted, stopped cleanly\n")
     return 0
+
+
+def _store_line(config: Config) -> str:
+    """Which store this process uses, in one line (no password)."""
+    from coterie.storage.migrate import display_url, is_memory_url, sqlite_file
+
+    url = config.database_url()
+    if is_memory_url(url):
+        return "state in memory (lost when the process ends)"
+    path = sqlite_file(url)
+    if path is not None:
+        return f"state in SQLite {path}"
+    return f"state in {display_url(url)}"
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -98,7 +123,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise ConfigError("no adapter is enabled: set enabled = true under [adapters.NAME]")
 
     async def main() -> None:
-        app.state = await _open_store(config)
+        app.state = await _open_store(config, verbose=args.verbose)
+        logging.getLogger("coterie").info("%s", _store_line(config))
         await app.start()
         ops = await serve_ops(app, names, port_offset=port_offset)
         try:
@@ -108,9 +134,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                 await ops.stop()
             await app.stop()
 
-    with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(main())
-    return 0
+    return _until_interrupted(main)
 
 
 def cmd_plugins(args: argparse.Namespace) -> int:
@@ -381,7 +405,11 @@ def build_parser() -> argparse.ArgumentParser:
     chat.add_argument("--seed", type=int, help="deterministic dice for demos and tests")
     chat.add_argument("--user", help="your name in the room")
     chat.add_argument("--room", help="the room's name (default: table)")
+    chat.add_argument(
+        "--storyteller", metavar="USER", help="this user has the Storyteller's rights in the room"
+    )
     chat.add_argument("--log-format", choices=("text", "json"), help=LOG_FORMAT_HELP)
+    chat.add_argument("-v", "--verbose", action="store_true", help=VERBOSE_HELP)
     chat.set_defaults(func=cmd_chat)
 
     run = sub.add_parser(
@@ -391,6 +419,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--config", help="config file")
     run.add_argument("--log-format", choices=("text", "json"), help=LOG_FORMAT_HELP)
+    run.add_argument("-v", "--verbose", action="store_true", help=VERBOSE_HELP)
     run.set_defaults(func=cmd_run)
 
     plugins = sub.add_parser("plugins", help="installed and enabled plugins")
@@ -476,6 +505,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ConfigError as error:
         sys.stderr.write(f"coterie: {error}\n")
         return EXIT_CONFIG
+    except KeyboardInterrupt:  # Ctrl-C before or after the command's own loop: one line
+        sys.stderr.write("coterie: interrupted, stopped cleanly\n")
+        return 0
     except BrokenPipeError:  # e.g. `coterie plugins | head`: the reader left, nothing to say
         sys.stderr.close()
         return 0

@@ -5,7 +5,9 @@ CLI shows (see ``docs/storage.md``)."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -56,8 +58,23 @@ def head_revision() -> str:
     return head
 
 
-def _upgrade(connection: Connection) -> None:
+@contextlib.contextmanager
+def _alembic_quiet(quiet: bool) -> Iterator[None]:
+    """Alembic logs INFO lines ("Context impl SQLiteImpl.") on every look at a database: keep
+    them for when something is migrated (or ``-v``)."""
+    logger = logging.getLogger("alembic")
+    saved = logger.level
+    if quiet:
+        logger.setLevel(logging.WARNING)
+    try:
+        yield
+    finally:
+        logger.setLevel(saved)
+
+
+def _upgrade(connection: Connection, verbose: bool = False) -> None:
     from alembic import command
+    from alembic.runtime.migration import MigrationContext
 
     if connection.dialect.name == "postgresql":  # two workers starting at once take turns
         connection.execute(
@@ -65,6 +82,10 @@ def _upgrade(connection: Connection) -> None:
                 sa.func.pg_advisory_xact_lock(ADVISORY_CLASS, sa.func.hashtext(MIGRATION_LOCK))
             )
         )
+    with _alembic_quiet(not verbose):
+        at = MigrationContext.configure(connection).get_current_revision()
+    if at == head_revision() and not verbose:
+        return  # nothing to migrate, nothing to say
     command.upgrade(alembic_config(connection), "head")
 
 
@@ -89,14 +110,14 @@ async def _with_engine(
             await engine.dispose()
 
 
-async def upgrade(target: str | URL | AsyncEngine) -> None:
+async def upgrade(target: str | URL | AsyncEngine, *, verbose: bool = False) -> None:
     """Bring the database at ``target`` (a URL or an engine) to the newest schema; a database
     already there is left alone. The database (on SQLite: the file and its directory) is
     created if missing — on PostgreSQL the database itself must exist."""
 
     async def work(engine: AsyncEngine) -> None:
         async with engine.begin() as conn:
-            await conn.run_sync(_upgrade)
+            await conn.run_sync(_upgrade, verbose)
 
     await _with_engine(target, work)
 
@@ -133,7 +154,7 @@ def display_url(url: str) -> str:
     return url if is_memory_url(url) else safe_url(normalize_url(url))
 
 
-async def open_store(config: Config) -> StateStore:
+async def open_store(config: Config, *, verbose: bool = False) -> StateStore:
     """The state store the config names (``$COTERIE_DATABASE_URL``, ``[state] url``, else the
     SQLite file ``coterie.db`` under ``data_dir``), migrated to the newest schema."""
     url = config.database_url()
@@ -141,7 +162,7 @@ async def open_store(config: Config) -> StateStore:
         return MemoryStore()
     engine = create_engine(url)
     try:
-        await upgrade(engine)
+        await upgrade(engine, verbose=verbose)
     except BaseException:
         await engine.dispose()
         raise
