@@ -78,7 +78,31 @@ async def test_a_crashing_adapter_is_restarted_while_the_others_keep_working(cap
     first, third = EVENTS.index("crashing run 1"), EVENTS.index("crashing run 3")
     assert "steady answered" in EVENTS[first:third]
     assert "steady answered" in EVENTS[third:]
-    assert [r.message for r in caplog.records if "crashed" in r.message] == [
-        "adapter crashing crashed; restarting in 0.05 s",
-        "adapter crashing crashed; restarting in 0.1 s",
+    # the platform could not be reached: one line per attempt, no traceback
+    lines = [r for r in caplog.records if r.message.startswith("adapter crashing")]
+    assert [r.message for r in lines] == [
+        "adapter crashing: cannot reach the platform (ConnectionError: the platform hung up); "
+        "next try in 0.05 s",
+        "adapter crashing: cannot reach the platform (ConnectionError: the platform hung up); "
+        "next try in 0.1 s",
     ]
+    assert all(r.exc_info is None and r.levelname == "WARNING" for r in lines)
+
+
+def test_what_counts_as_unreachable() -> None:
+    from coterie.framework.adapter import unreachable
+
+    class NetworkError(Exception):  # named like python-telegram-bot's, from any module
+        pass
+
+    try:
+        try:
+            raise OSError("Name or service not known")
+        except OSError as dns:
+            raise RuntimeError("wrapped") from dns
+    except RuntimeError as wrapped:
+        assert unreachable(wrapped)  # through the cause
+    assert unreachable(NetworkError("httpx.ConnectError"))
+    assert unreachable(TimeoutError())
+    assert not unreachable(ValueError("a bug"))
+    assert not unreachable(KeyError("x"))

@@ -13,7 +13,7 @@ from typing import Any, NamedTuple
 
 from coterie.dice.sources import DiceSource, SystemDice
 from coterie.errors import UsageError
-from coterie.framework.adapter import Adapter
+from coterie.framework.adapter import Adapter, one_line, unreachable
 from coterie.framework.checks import check_against_plugins
 from coterie.framework.commands import Command, CommandContext, new_roll_id
 from coterie.framework.config import Config
@@ -171,10 +171,18 @@ class Coterie:
             except asyncio.CancelledError:
                 await adapter.stop()
                 raise
-            except Exception:
+            except Exception as error:
                 if time.monotonic() - started >= max_delay:
                     delay = self.restart_delay  # it ran well for a while: start the back-off anew
-                log.exception("adapter %s crashed; restarting in %g s", name, delay)
+                if unreachable(error):  # offline, DNS, refused: one line, not a traceback
+                    log.warning(
+                        "adapter %s: cannot reach the platform (%s); next try in %g s",
+                        name,
+                        one_line(error),
+                        delay,
+                    )
+                else:
+                    log.exception("adapter %s crashed; restarting in %g s", name, delay)
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, max_delay)
 
