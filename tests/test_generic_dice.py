@@ -15,13 +15,13 @@ async def test_expression_uses_the_injected_dice(make_app, send, recording_dice)
     reply = await send(app, "!r 2d6+3 # damage")
     assert not reply.is_error
     assert to_plain(reply.body) == "alice — damage\n2d6 (2, 6) + 3 = 11"
-    assert reply.meta["total"] == 11
+    assert reply.meta["total"] == "11"
 
 
 async def test_keep_highest_strikes_the_dropped_dice(make_app, send):
     app = make_app(faces=[4, 9, 1, 7])
     reply = await send(app, "!dice 4d10kh2")
-    assert reply.meta["total"] == 16
+    assert reply.meta["total"] == "16"
     struck = [to_plain([n]) for n in walk(reply.body) if isinstance(n, Strike)]
     assert struck == ["4", "1"]
 

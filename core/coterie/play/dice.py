@@ -60,7 +60,7 @@ def _drawing_from(source: DiceSource) -> Iterator[None]:
 
     with _SWAP:
         saved = d20.expression.random
-        d20.expression.random = _Draw(source)  # type: ignore[assignment]
+        d20.expression.random = _Draw(source)
         try:
             yield
         finally:
@@ -122,7 +122,7 @@ def dice_command(ctx: CommandContext) -> Reply:
     if ctx.line.comment:
         body += [Text(" — "), italic(ctx.line.comment)]
     body += [BR, *_nodes(str(result))]
-    return Reply(body, meta={"total": int(result.total)})
+    return Reply(body, meta={"total": str(result.total)})
 
 
 @hookimpl
