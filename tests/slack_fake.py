@@ -4,9 +4,10 @@
 the adapter talks to:
 
 * the Web API under ``/api/METHOD`` (``auth.test``, ``users.info``, ``chat.postMessage``,
-  ``chat.postEphemeral``, ``files.getUploadURLExternal``, ``files.completeUploadExternal``,
-  ``apps.connections.open``): each call is recorded as a :class:`Call` with its parameters (JSON or
-  form body, query string) and the token it was made with; a wrong token gets ``invalid_auth``.
+  ``chat.postEphemeral``, ``conversations.open``, ``files.getUploadURLExternal``,
+  ``files.completeUploadExternal``, ``apps.connections.open``): each call is recorded as a
+  :class:`Call` with its parameters (JSON or form body, query string) and the token it was made
+  with; a wrong token gets ``invalid_auth``.
   ``fail_next(method, …)`` queues scripted failures (e.g. 429 ``ratelimited`` with Retry-After);
 * the file upload URLs ``files.getUploadURLExternal`` hands out (``/upload/ID``, bytes recorded);
 * ``response_url`` endpoints (``/respond/NAME``; JSON bodies recorded as :class:`Posted`);
@@ -273,6 +274,11 @@ class FakeSlack:
             return {"ok": True, "channel": params.get("channel"), "ts": ts, "message": message}
         if method == "chat.postEphemeral":
             return {"ok": True, "message_ts": f"{1_700_000_000 + number}.000200"}
+        if method == "conversations.open":  # a direct-message channel with one user
+            user = str(params.get("users", ""))
+            if user not in self.users:
+                return _error("user_not_found")
+            return {"ok": True, "channel": {"id": f"D{user}"}}
         if method == "files.getUploadURLExternal":
             file_id = f"F{number:04d}"
             upload_url = f"{self.base_url}upload/{file_id}"

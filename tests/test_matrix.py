@@ -25,6 +25,7 @@ from matrix_helpers import (
     WAIT_SECONDS,
     MatrixTestCommands,
     Player,
+    Seen,
     make_adapter,
     make_core,
     serving,
@@ -576,3 +577,91 @@ async def test_homeserver_restart_reconnects_and_answers_once(
     assert len(player.replies(bot.user_id, before)) == 1
     assert len(player.replies(bot.user_id, after)) == 1
     assert re.search(r"Matrix: lost the homeserver \(\w+", caplog.text)
+
+
+# --- private parts (secret rolls) -----------------------------------------------------------------
+
+
+async def direct_from(player: Player, bot: Account, known: set[str]) -> str:
+    """The room the bot newly invited ``player`` to (joined), skipping rooms in ``known``."""
+    deadline = asyncio.get_running_loop().time() + WAIT_SECONDS
+    while True:
+        fresh = [r for r in player.client.invited_rooms if r not in known]
+        if fresh:
+            await player.join(fresh[0])
+            return fresh[0]
+        assert asyncio.get_running_loop().time() < deadline, "no private chat from the bot"
+        await player.sync(1000)
+
+
+def notices_in(player: Player, bot: Account, room: str) -> list[Seen]:
+    return [
+        s
+        for s in player.events
+        if s.room_id == room and s.sender == bot.user_id and s.type == "m.room.message"
+    ]
+
+
+async def test_a_secret_roll_goes_to_direct_rooms_made_once_and_reused(
+    synapse, bot, player, other, tmp_path
+):
+    core = make_core([10, 7, 1, 3, 6, 9, 9])
+    adapter = make_adapter(core, synapse, bot, tmp_path / "store")
+    async with serving(adapter):
+        room = await joined_room(player, bot)
+        await player.invite(room, other.user_id)
+        await other.sync()
+        await other.join(room)
+        claim = await other.say(room, "!storyteller claim")
+        await other.wait_reply(bot.user_id, claim)
+        command = await player.say(room, "!roll 5 6 secret # ambush")
+        public = await player.wait_reply(bot.user_id, command)
+        mine = await direct_from(player, bot, {room})
+        theirs = await direct_from(other, bot, {room})
+        seen = await player.wait_for(
+            lambda s: s in notices_in(player, bot, mine) or False, "the private part"
+        )
+        told = await other.wait_for(
+            lambda s: s in notices_in(other, bot, theirs) or False, "the Storyteller's part"
+        )
+        again = await player.say(room, "!roll 2 6 secret")
+        await player.wait_reply(bot.user_id, again)
+        await player.wait_for(lambda s: len(notices_in(player, bot, mine)) >= 2, "a second part")
+        roll_id = public.content["coterie.reply"]["roll_id"]
+        reveal = await other.say(room, f"!reveal {roll_id}")
+        revealed = await player.wait_reply(bot.user_id, reveal)
+    assert "10 7 1 3 6" in revealed.content["body"] and "ambush" in revealed.content["body"]
+    name = player.account.localpart
+    assert public.content["body"].startswith(f"{name} made a secret roll.")
+    said = [  # what the bot said in the room before the reveal
+        s.source
+        for s in player.events
+        if s.room_id == room and s.sender == bot.user_id and not s.replies_to(reveal)
+    ]
+    assert "10 7 1 3 6" not in json.dumps(said) and "ambush" not in json.dumps(said)
+    assert mine != theirs and mine != room
+    for part in (seen, told):
+        assert "m.relates_to" not in part.content and part.content["msgtype"] == "m.notice"
+        assert "10 7 1 3 6" in part.content["body"]
+        assert "<em>ambush</em>" in part.content["formatted_body"]
+    assert "reveal" in seen.content["body"] and told.content["body"].startswith(name)
+    # the second secret went to the same private room: no new invitation
+    assert [r for r in player.client.rooms if r not in (room, mine)] == []
+    assert "9 9" in notices_in(player, bot, mine)[1].content["body"]
+
+
+async def test_a_secret_from_an_encrypted_room_goes_to_an_encrypted_direct_room(
+    synapse, bot, player, tmp_path
+):
+    adapter = make_adapter(make_core(FACES), synapse, bot, tmp_path / "store")
+    async with serving(adapter):
+        room = await joined_room(player, bot, encrypted=True)
+        command = await player.say(room, "!roll 5 6 secret")
+        await player.wait_reply(bot.user_id, command)
+        mine = await direct_from(player, bot, {room})
+        part = await player.wait_for(
+            lambda s: s.room_id == mine and s.sender == bot.user_id and s.type == "m.room.message",
+            "the private part",
+        )
+    assert player.client.rooms[mine].encrypted
+    assert part.encrypted and "10 7 1 3 6" in part.content["body"]

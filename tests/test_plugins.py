@@ -29,10 +29,13 @@ BUILTINS = [
     "coterie.play.contests",
     "coterie.play.extended",
     "coterie.play.help",
+    "coterie.play.initiative",
     "coterie.play.roll",
     "coterie.play.rolllog",
     "coterie.play.rooms",
+    "coterie.play.scenes",
     "coterie.play.sessions",
+    "coterie.play.storyteller",
     "coterie.play.teamwork",
 ]
 

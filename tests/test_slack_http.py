@@ -495,3 +495,47 @@ async def test_stopping_finishes_the_replies_in_flight(fake, session):
     [call] = fake.ok_calls("chat.postMessage")
     assert call.params["text"] == "done waiting"
     assert not adapter.ready.is_set()
+
+
+# --- private parts (secret rolls) -----------------------------------------------------------------
+
+
+async def test_a_secret_roll_reaches_the_roller_and_the_storyteller_privately(fake, session):
+    async with serving(adapter_for(fake, faces=[10, 7, 1, 3, 6])) as adapter:
+        await post_event(session, adapter, message_event("!storyteller claim", user=MARK))
+        await settle(adapter)
+        await post_event(session, adapter, message_event("!roll 5 6 secret # ambush"))
+        await settle(adapter)
+        public = fake.ok_calls("chat.postMessage")[-1].params
+        roll_id = public["blocks"][-1]["elements"][0]["text"].split("`")[1]
+        await post_event(session, adapter, message_event(f"!reveal {roll_id}", user=MARK))
+        await settle(adapter)
+    revealed = fake.ok_calls("chat.postMessage")[-1].params
+    assert revealed["channel"] == CHANNEL and "ambush" in revealed["text"]
+    assert "(Standard): *10* *7* ~1~ 3 ~6~" in section_text(revealed["blocks"])
+    assert public["channel"] == CHANNEL
+    assert public["text"].startswith("Lynn made a secret roll.")
+    assert "10" not in json.dumps(public["blocks"]) and "ambush" not in public["text"]
+    private = {c.params["user"]: c.params for c in fake.ok_calls("chat.postEphemeral")}
+    assert set(private) == {LYNN, MARK}
+    for params in private.values():
+        assert params["channel"] == CHANNEL
+        assert "(Standard): *10* *7* ~1~ 3 ~6~" in section_text(params["blocks"])
+        assert "ambush" in params["text"]
+    assert "reveal" in private[LYNN]["text"] and "Lynn's secret roll" in private[MARK]["text"]
+
+
+async def test_a_private_part_goes_to_a_direct_message_where_ephemeral_cannot(fake, session):
+    fake.fail_next("chat.postEphemeral", 200, "user_not_in_channel")
+    async with serving(adapter_for(fake, faces=[9, 9])) as adapter:
+        await post_event(session, adapter, message_event("!roll 2 6 secret"))
+        await settle(adapter)
+    [failed] = fake.attempts("chat.postEphemeral")
+    assert failed.error == "user_not_in_channel"
+    [opened] = fake.ok_calls("conversations.open")
+    assert opened.params["users"] == LYNN
+    direct = [c.params for c in fake.ok_calls("chat.postMessage") if c.params["channel"] != CHANNEL]
+    assert [d["channel"] for d in direct] == [f"D{LYNN}"]
+    assert "*9* *9*" in section_text(direct[0]["blocks"])
+    room = [c.params for c in fake.ok_calls("chat.postMessage") if c.params["channel"] == CHANNEL]
+    assert [r["text"].splitlines()[0] for r in room] == ["Lynn made a secret roll."]

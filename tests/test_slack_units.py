@@ -459,6 +459,7 @@ def test_the_manifest_matches_the_adapter(root):
         "files:write",
         "groups:history",
         "im:history",
+        "im:write",
         "mpim:history",
         "users:read",
     }

@@ -191,8 +191,11 @@ async def test_a_private_answer_goes_to_the_private_chat(fake, lynn, mark):
         await settle(adapter)
     assert texts(fake, mark["id"]) == ["for your eyes only"]
     [notice] = texts(fake, GROUP)
-    assert notice.startswith("Lynn: that answer is only for you, but I cannot write to you")
-    assert f"@{BOT_USERNAME}" in notice and "eyes only" not in notice
+    assert notice.startswith("Lynn: an answer is only for you, but I cannot write to you")
+    assert "start a chat with me" in notice and "eyes only" not in notice
+    [sent] = fake.sent(GROUP)
+    links = [e["url"] for e in sent["entities"] if e["type"] == "text_link"]
+    assert links == [f"https://t.me/{BOT_USERNAME}?start=private"]  # a deep link to start it
     forbidden = [c for c in fake.attempts("sendMessage") if c.status == 403]
     assert [c.params["chat_id"] for c in forbidden] == [str(lynn["id"])]
 
@@ -466,3 +469,38 @@ async def test_a_refused_token_fails_the_adapter():
             await asyncio.wait_for(adapter.run(), 10)
         assert time.monotonic() - started < 5
         assert [c.status for c in fake.attempts("getMe")] == [401]
+
+
+async def test_a_secret_roll_goes_to_the_roller_and_storyteller_in_private(fake, lynn, mark):
+    fake.add_chat(mark["id"], "private", title="Mark")
+    fake.add_chat(lynn["id"], "private", title="Lynn")
+    async with serving(make_adapter(fake, faces=[10, 7, 1, 3, 6])) as adapter:
+        await fake.user_message(GROUP, mark, "!storyteller claim")
+        await fake.wait_sent(1)
+        await fake.user_message(GROUP, lynn, "!roll 5 6 secret # ambush")
+        await fake.wait_sent(4)
+        await settle(adapter)
+        roll_id = texts(fake, GROUP)[-1].split("roll ")[-1].split()[0]
+        await fake.user_message(GROUP, lynn, f"!reveal {roll_id}")
+        await fake.wait_sent(5)
+        await settle(adapter)
+    *room, revealed = texts(fake, GROUP)
+    assert "10 7 1 3 6" in revealed and "ambush" in revealed
+    assert room[-1].startswith("Lynn made a secret roll.")
+    assert not any("10" in text or "ambush" in text for text in room[1:])
+    [mine] = texts(fake, lynn["id"])
+    [storyteller] = texts(fake, mark["id"])
+    for text in (mine, storyteller):
+        assert "10 7 1 3 6" in text and "ambush" in text
+    assert "reveal" in mine and storyteller.startswith("Lynn's secret roll")
+
+
+async def test_a_secret_for_someone_who_never_started_the_bot_leaves_one_short_notice(fake, lynn):
+    async with serving(make_adapter(fake, faces=[9, 9])) as adapter:
+        await fake.user_message(GROUP, lynn, "!roll 2 6 secret")
+        await fake.wait_sent(2)
+        await settle(adapter)
+    room = texts(fake, GROUP)
+    assert room[0].startswith("Lynn made a secret roll.")
+    assert room[1].startswith("Lynn: an answer is only for you") and len(room) == 2
+    assert not any("9 9" in text for text in room)

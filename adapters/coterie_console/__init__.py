@@ -26,7 +26,7 @@ from typing import IO, TYPE_CHECKING, Any
 from coterie import hookimpl
 from coterie.framework.adapter import Adapter
 from coterie.framework.message import Message
-from coterie.render.elements import Reply
+from coterie.render.elements import Node, Reply
 from coterie.render.encode import to_plain
 from coterie_console.ansi import ANSI
 
@@ -151,11 +151,18 @@ class ConsoleAdapter(Adapter):
     # --- output --------------------------------------------------------------------------------
 
     def encode(self, reply: Reply) -> str:
-        text = ANSI.encode(reply.body) if self.color else to_plain(reply.body)
+        """The reply as the terminal shows it; parts meant for one user only (a secret roll's
+        result) follow, each marked ``(private to NAME)``: the console is one screen."""
+        text = self._text(reply.body)
         for image in reply.images():
             path = self._save_image(image.filename, image.data)
             text += f"\n(image saved to {path})"
+        for part in reply.private:
+            text += f"\n(private to {part.name or part.user}) " + self._text(part.body)
         return text
+
+    def _text(self, body: list[Node]) -> str:
+        return ANSI.encode(body) if self.color else to_plain(body)
 
     def _save_image(self, filename: str, data: bytes) -> Path:
         folder = self.app.config.data_path() / "images"

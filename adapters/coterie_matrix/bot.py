@@ -45,6 +45,7 @@ from nio import (  # type: ignore[import-untyped]
     LocalProtocolError,
     LoginResponse,
     MegolmEvent,
+    RoomCreateResponse,
     RoomSendResponse,
     SyncResponse,
     UploadResponse,
@@ -54,7 +55,7 @@ from nio import (  # type: ignore[import-untyped]
 from coterie.framework.adapter import drain_tasks
 from coterie.framework.app import Coterie
 from coterie.framework.message import Message
-from coterie.render.elements import Image, Reply
+from coterie.render.elements import Image, Private, Reply
 from coterie_matrix import content
 from coterie_matrix.content import Target
 from coterie_matrix.formatting import Part as TextPart
@@ -78,6 +79,8 @@ UNDECRYPTED_SIZE = 200
 UNDECRYPTED_SECONDS = 300.0
 #: attempts of one send while the homeserver is unreachable
 SEND_ATTEMPTS = 8
+#: seconds to wait for a direct-message room the bot made to come through its sync
+DIRECT_ROOM_WAIT = 10.0
 #: typing notices: how long each lasts, how often it is renewed, how long at most
 TYPING_MS = 30_000
 TYPING_RENEW = 20.0
@@ -689,6 +692,72 @@ class MatrixBot:
             await self._send_image(picture, target, content.transaction_id(cause, f"image{index}"))
         if keyed and button_event is not None:
             await self._offer_buttons(target, button_event, keyed, owner, cause)
+        for index, private in enumerate(reply.private):
+            await self._deliver_private(private, target, f"{cause}-private{index}")
+
+    async def _deliver_private(self, part: Private, target: Target, cause: str) -> None:
+        """A part for one user only, in the bot's direct-message room with them (created once,
+        then reused; encrypted when the room the command came from is)."""
+        source = self.client.rooms.get(target.room_id)
+        encrypted = bool(source is not None and source.encrypted)
+        room_id = await self._direct_room(part.user, encrypted=encrypted)
+        if room_id is None:
+            name = part.name or part.user
+            await self.notify(target, f"{name}: I could not open a private chat with you.", cause)
+            return
+        direct = Target(room_id=room_id, reply_to="")
+        for index, text in enumerate(render(part.body)):
+            await self.send(
+                room_id,
+                "m.room.message",
+                content.notice(text, direct, {"kind": "private"}),
+                content.transaction_id(cause, f"part{index}"),
+            )
+
+    async def _direct_room(self, user: str, *, encrypted: bool) -> str | None:
+        """The direct-message room with ``user``: the one made before while ``user`` is still
+        in it (or invited) and it is encrypted if it must be, else a new one."""
+        namespace = f"matrix.direct:{self.user_id}"
+        known = await self.core.state.get(namespace, user)
+        if known is not None:
+            room = self.client.rooms.get(known["room"])
+            present = room is None or user in room.users or user in room.invited_users
+            if present and (known["encrypted"] or not encrypted):
+                return str(known["room"])
+        initial = [content.ENCRYPTION_STATE] if encrypted else []
+        try:
+            response = await self.client.room_create(
+                is_direct=True, invite=[user], initial_state=initial
+            )
+        except CONNECTION_ERRORS as error:
+            log.warning("could not open a private chat with %s: %s", user, _describe(error))
+            return None
+        if not isinstance(response, RoomCreateResponse):
+            log.warning("the homeserver refused a private chat with %s: %s", user, response)
+            return None
+        room_id = str(response.room_id)
+        await self.core.state.set(namespace, user, {"room": room_id, "encrypted": encrypted})
+        await self._until_known(room_id, user, encrypted=encrypted)
+        return room_id
+
+    async def _until_known(self, room_id: str, user: str, *, encrypted: bool) -> None:
+        """Wait (bounded) until a room the bot just made, with ``user`` invited, has come
+        through its sync, so that nio knows it and encrypts what is sent there when it must.
+
+        In an encrypted room the keys of what the bot sends are shared with the room's members'
+        devices. nio would first re-read the *joined* members, which leaves out ``user``, who is
+        only invited until they accept; so the member list from the sync (the invitee included)
+        is taken as complete, and the keys reach their devices: they can read the message once
+        they join, as clients that share keys with invited members do."""
+        deadline = time.monotonic() + DIRECT_ROOM_WAIT
+        while time.monotonic() < deadline:
+            room = self.client.rooms.get(room_id)
+            if room is not None and (room.encrypted or not encrypted) and user in room.users:
+                if encrypted:
+                    room.members_synced = True
+                return
+            await asyncio.sleep(0.05)
+        log.warning("a new private chat (%s) has not come through the sync yet", room_id)
 
     async def notify(self, target: Target, text: str, cause: str) -> None:
         """A one-line notice in reply to ``target``."""

@@ -19,6 +19,12 @@ from coterie_matrix.formatting import FORMAT, Part
 
 #: a custom key with what a reply is to coterie: its kind, roll id and rule set, which part
 META_KEY = "coterie.reply"
+#: the state event that makes a new room end-to-end encrypted (Megolm)
+ENCRYPTION_STATE = {
+    "type": "m.room.encryption",
+    "state_key": "",
+    "content": {"algorithm": "m.megolm.v1.aes-sha2"},
+}
 
 
 @dataclass(frozen=True)
@@ -37,6 +43,8 @@ def relation(target: Target) -> dict[str, Any]:
     In a thread, ``m.in_reply_to`` names the command itself, so ``is_falling_back`` is false
     (it would be true if ``m.in_reply_to`` only pointed at the thread's latest event for clients
     without threads)."""
+    if not target.reply_to and not target.thread:  # a message of its own (a private part)
+        return {}
     in_reply_to = {"event_id": target.reply_to}
     if target.thread:
         return {
@@ -55,9 +63,11 @@ def notice(part: Part, target: Target, meta: dict[str, Any] | None = None) -> di
         "body": part.plain or " ",
         "format": FORMAT,
         "formatted_body": part.html,
-        "m.relates_to": relation(target),
         "m.mentions": {},
     }
+    related = relation(target)
+    if related:
+        content["m.relates_to"] = related
     if meta:
         content[META_KEY] = meta
     return content

@@ -39,7 +39,7 @@ from slack_sdk.webhook import WebhookResponse
 from coterie.framework.adapter import drain_tasks
 from coterie.framework.app import Coterie
 from coterie.framework.message import Message
-from coterie.render.elements import Image, Reply, Text
+from coterie.render.elements import Image, Private, Reply, Text
 from coterie_slack.blocks import (
     BUTTON_ACTION_PREFIX,
     SlackMessage,
@@ -489,6 +489,45 @@ class SlackBot:
                 )
         if message.images:
             await self._upload(message.images, target)
+        for part in reply.private:
+            await self._deliver_private(part, target)
+
+    async def _deliver_private(self, part: Private, target: Target) -> None:
+        """A part for one user only: an ephemeral message in the channel (thread) where Slack
+        can show one, else a direct message (a user who is not in the channel can't see an
+        ephemeral message there)."""
+        message = build_message(Reply(part.body), owner=part.user, upload_images=False)
+        try:
+            await self.client.chat_postEphemeral(
+                channel=target.channel,
+                user=part.user,
+                text=message.text,
+                blocks=message.blocks,
+                thread_ts=target.thread_ts,
+            )
+            return
+        except SlackApiError as error:
+            log.info(
+                "no ephemeral message for %s in %s (%s): sending a direct message",
+                part.user,
+                target.channel,
+                error.response.get("error"),
+            )
+        try:
+            opened = await self.client.conversations_open(users=part.user)
+            await self.client.chat_postMessage(
+                channel=opened["channel"]["id"],
+                text=message.text,
+                blocks=message.blocks,
+                unfurl_links=False,
+                unfurl_media=False,
+            )
+        except SlackApiError as error:
+            log.warning(
+                "could not deliver a private reply to %s: %s",
+                part.user,
+                error.response.get("error"),
+            )
 
     async def _respond(
         self, respond: AsyncRespond, message: SlackMessage, target: Target, *, private: bool

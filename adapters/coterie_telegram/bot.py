@@ -24,6 +24,7 @@ import warnings
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, TypeVar
+from urllib.parse import quote
 
 from telegram import (
     Bot,
@@ -57,7 +58,7 @@ from telegram.warnings import PTBDeprecationWarning
 from coterie.framework.adapter import drain_tasks
 from coterie.framework.app import Coterie
 from coterie.framework.message import Message
-from coterie.render.elements import Actions, Button, Image, Reply
+from coterie.render.elements import Actions, Button, Image, Private, Reply
 from coterie.storage.state import StateStore
 from coterie_telegram.buttons import (
     MAX_CALLBACK_DATA,
@@ -557,6 +558,19 @@ class TelegramBot:
             reply_to = target.reply_to if index == 0 else None
             markup = keyboard if index == keyboard_at else None
             chat = await self._send(chat, piece, target.thread_id, reply_to, markup)
+        for part in reply.private:
+            await self._deliver_part(part, target)
+
+    async def _deliver_part(self, part: Private, target: Target) -> None:
+        """A part for one user only, in their private chat with the bot (see
+        :meth:`_deliver_privately`)."""
+        try:
+            user = int(part.user)
+        except ValueError:
+            log.warning("not a Telegram user id: %r (a private part was not sent)", part.user)
+            return
+        recipient = replace(target, user_id=user, user_name=part.name or part.user)
+        await self._deliver_privately(Reply(part.body), recipient)
 
     async def _send(
         self,
@@ -670,9 +684,10 @@ class TelegramBot:
             return
         except Forbidden as error:
             log.info("could not write privately to user %s: %s", target.user_id, error)
+        link = f"https://t.me/{quote(self.username)}?start=private"
         text = (
-            f"{escape(target.user_name)}: that answer is only for you, but I cannot write to you "
-            f"privately yet. Open a chat with @{escape(self.username)}, press Start, and try again."
+            f"{escape(target.user_name)}: an answer is only for you, but I cannot write to you "
+            f'privately yet: <a href="{escape(link)}">start a chat with me</a>, then ask again.'
         )
         await self._send(target.chat_id, text, target.thread_id, target.reply_to, None)
 

@@ -183,6 +183,8 @@ class CrossoverVariant(pools.StorytellerActions, Variant[CrossoverRequest, Cross
     sides = 10
     default_difficulty = rules.DEFAULT_DIFFICULTY
     difficulty_range = (rules.MIN_DIFFICULTY, rules.MAX_DIFFICULTY)
+    #: werewolves act again with Rage (004, "Multiple Actions"), vampires with Celerity
+    initiative_extras = ("celerity", "rage")
     summary = (
         "d10 pool against a difficulty 2-10 (usually 3-9, default 6); 10s always succeed, each 1 "
         "cancels a success; a 1 with no success rolled is a botch. Rage, Willpower and Gnosis "

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from coterie.errors import UsageError
 from coterie.framework.commands import Command, CommandContext
-from coterie.framework.grammar import Grammar, Option, Parsed, Positional, parse, shorten, tokens
+from coterie.framework.grammar import Grammar, Parsed, parse, tokens
 from coterie.render.elements import Reply
 from coterie_d6 import rules
+from coterie_d6.initiative import INITIATIVE_USAGE, combatant
 from coterie_d6.requests import D6Request, InitiativeRequest
 from coterie_d6.variant import DIFF, DIFFICULTY, NEED, POOL, SEESAW, VERSUS, D6Outcome, D6Variant
 
@@ -20,26 +21,6 @@ CONTEST_GRAMMAR = Grammar(
     named_traits=rules.TRAITS,
     named_trait_rule=rules.ONE_TRAIT_RULE,
 )
-
-INITIATIVE_USAGE = (
-    "!initiative NAME: P4 M3 [hunter] [celerity | advanced]; NAME: P4 M1 ... [# comment]"
-)
-INITIATIVE_GRAMMAR = Grammar(
-    usage=INITIATIVE_USAGE,
-    positionals=(
-        Positional("physical", "Physical rating", minimum=0),
-        Positional("mental", "Mental rating", minimum=0),
-    ),
-    options=(
-        Option("physical", "int", "Physical rating", aliases=("p",), minimum=0, compact=True),
-        Option("mental", "int", "Mental rating", aliases=("m",), minimum=0, compact=True),
-        Option("hunter", "flag", "Hunter's Instinct is activated", aliases=("instinct", "hunters")),
-        Option("celerity", "flag", "Basic Celerity is activated", aliases=("basic", "cel")),
-        Option("advanced", "flag", "Advanced Celerity is activated", aliases=("adv",)),
-    ),
-)
-#: the longest name a side of an initiative may have
-MAX_NAME = 32
 
 
 def _variant(ctx: CommandContext) -> D6Variant:
@@ -120,43 +101,15 @@ def _read(parsed: Parsed) -> str:
 # --- !initiative ----------------------------------------------------------------------------------
 
 
-def combatant(part: str, number: int, max_options: int) -> rules.Combatant:
-    """One side of ``!initiative``: ``NAME: P4 M3 hunter`` (the name may be left out)."""
-    name, colon, rest = part.partition(":")
-    if not colon:
-        name, rest = "", part
-    name = " ".join(name.split())
-    if colon and not name:
-        raise UsageError(f"side {number} has a `:` with no name before it", usage=INITIATIVE_USAGE)
-    if len(name) > MAX_NAME or not name.isprintable() or "`" in name:
-        raise UsageError(
-            f"`{shorten(name)}` can't be a name: at most {MAX_NAME} plain characters",
-            usage=INITIATIVE_USAGE,
-        )
-    name = name or f"#{number}"
-    words = tokens(rest)
-    if not words:
-        raise UsageError(f"{name} needs Physical and Mental, e.g. `{name}: P4 M3`")
-    try:
-        parsed = parse(words, INITIATIVE_GRAMMAR, max_options=max_options)
-    except UsageError as error:
-        if not colon:
-            error.hint = "Names go before a colon, e.g. `Jack: P4 M3 hunter`."
-        raise
-    physical, mental = parsed.int("physical"), parsed.int("mental")
-    if physical is None or mental is None:
-        missing = " and ".join(
-            trait for trait, value in (("Physical", physical), ("Mental", mental)) if value is None
-        )
-        raise UsageError(f"{name} needs a {missing} rating too, e.g. `{name}: P4 M3`")
-    return rules.Combatant(
-        name,
-        physical,
-        mental,
-        hunters_instinct=parsed.flag("hunter"),
-        advanced_celerity=parsed.flag("advanced"),
-        basic_celerity=parsed.flag("celerity"),
-    )
+#: the words of coterie's initiative tracker (``!init add``, ``next``…), left to it
+TRACKER_WORDS = ("add", "next", "remove", "drop", "end")
+
+
+def one_message(args: str) -> bool:
+    """Whether ``!initiative ARGS`` is this one-message ordering of all sides at once; a bare
+    ``!init`` and the tracker's words are left to coterie's initiative tracker."""
+    words = tokens(args)
+    return bool(words) and words[0].lower() not in TRACKER_WORDS
 
 
 async def initiative(ctx: CommandContext) -> Reply:
@@ -204,6 +157,7 @@ COMMANDS = [
         handler=initiative,
         aliases=("init",),
         variants=("d6",),
+        applies=one_message,
         details=(
             "Each side is `NAME: P<Physical> M<Mental>` (or `NAME: 4 3`), plus `hunter`, "
             "`celerity` or `advanced` for powers activated this turn. Sides tied on every "

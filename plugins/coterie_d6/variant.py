@@ -14,10 +14,10 @@ from coterie.dice.odds import Distribution, require_rules
 from coterie.dice.sources import DiceSource
 from coterie.errors import UsageError
 from coterie.framework.grammar import Grammar, Option, Parsed, Positional
-from coterie.framework.variant import Outcome, RoomSettings, Standing, Variant
+from coterie.framework.variant import InitiativeEntry, Outcome, RoomSettings, Standing, Variant
 from coterie.render.elements import BR, Die, Node, Role, Text, bold, code
 from coterie.rulekit.pools import plural
-from coterie_d6 import rules
+from coterie_d6 import initiative, rules
 from coterie_d6.odds import odds as exact_odds
 from coterie_d6.requests import (
     ContestRequest,
@@ -326,6 +326,14 @@ class D6Variant(Variant[D6Request, D6Outcome]):
         "each die at or above it is a success."
     )
     grammar = GRAMMAR
+
+    def initiative_usage(self) -> str:
+        return initiative.INIT_USAGE
+
+    def initiative(self, name: str, words: Sequence[str], dice: DiceSource) -> InitiativeEntry:
+        """001's ordered comparisons (Hunter's Instinct, Advanced and Basic Celerity, Physical,
+        Mental); the tracker rolls off ties with a die, as the document says."""
+        return initiative.entry(name, words, dice)
 
     def build(self, parsed: Parsed, settings: RoomSettings) -> RollRequest | ContestRequest:
         versus = parsed.versus

@@ -333,3 +333,11 @@ class RouseResult:
 
 def rouse(faces: Sequence[int], hunger: int | None = None, most: int = MAX_HUNGER) -> RouseResult:
     return RouseResult(tuple(faces), hunger, most)
+
+
+#: a turn of a conflict, in order (V5 rolls no initiative): what a combatant does, as shown
+TURN_ORDER = {
+    "ranged": "ranged attack",
+    "close": "close combat",
+    "other": "other action",
+}

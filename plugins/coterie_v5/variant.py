@@ -11,10 +11,12 @@ from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
 from coterie.dice.odds import Distribution, require_rules
+from coterie.dice.sources import DiceSource
 from coterie.errors import UsageError
 from coterie.framework.grammar import Grammar, Option, Parsed, Positional, shorten, suggest
 from coterie.framework.variant import (
     HouseRule,
+    InitiativeEntry,
     Outcome,
     RollContext,
     RoomSettings,
@@ -372,6 +374,24 @@ class V5Variant(Variant[Request, AnyOutcome]):
     )
     grammar = GRAMMAR
     house_rules = HOUSE_RULES
+
+    def initiative_usage(self) -> str:
+        return "!init add NAME ranged | close | other"
+
+    def initiative(self, name: str, words: Sequence[str], dice: DiceSource) -> InitiativeEntry:
+        """V5 rolls no initiative: a turn resolves ranged attacks first, then close combat,
+        then everything else (our reading of the edition, docs/rules/v5.md "Initiative"); the
+        tracker rolls off those who do the same kind of thing."""
+        del dice
+        kinds = [word.lower() for word in words]
+        if len(kinds) != 1 or kinds[0] not in rules.TURN_ORDER:
+            raise UsageError(
+                "say what they do this turn: `ranged`, `close` or `other`",
+                usage=self.initiative_usage(),
+            )
+        rank = len(rules.TURN_ORDER) - list(rules.TURN_ORDER).index(kinds[0])
+        return InitiativeEntry(name=name, key=(rank,), shown=rules.TURN_ORDER[kinds[0]])
+
     odds_options: ClassVar[Mapping[str, str]] = {
         "reroll": "the odds if you spend Willpower to re-roll failures whenever the roll fails"
     }

@@ -24,6 +24,7 @@ from coterie.framework.metrics import Metrics
 from coterie.framework.plugins import PluginHost
 from coterie.framework.ratelimit import RateLimiter, describe_wait
 from coterie.framework.replies import check_elements, error_reply, localise_buttons
+from coterie.framework.sessions import current_play
 from coterie.framework.variant import RoomSettings, Variant
 from coterie.render.elements import (
     Reply,
@@ -40,8 +41,6 @@ chat_log = logging.getLogger("coterie.chat")
 ROOM_SETTINGS = "coterie.rooms"
 #: rooms whose merged settings :meth:`Coterie.room_settings` keeps (oldest dropped first)
 SETTINGS_MEMO_SIZE = 1024
-#: state namespace of a room's sessions: ``{"current": {...} | None, "history": [...]}``
-SESSIONS = "coterie.sessions"
 
 
 class Coterie:
@@ -311,6 +310,10 @@ class Coterie:
                 "coterie_before_reply", app=self, message=message, reply=reply
             )
             limit_reply(reply, self.config.limits.max_reply_length)
+            for part in reply.private:
+                private = Reply(part.body)
+                limit_reply(private, self.config.limits.max_reply_length)
+                part.body = private.body
         if command is not None:
             self.metrics.observe(
                 platform=message.platform,
@@ -409,7 +412,7 @@ class Coterie:
                 room = context.message.room_key
                 async with self.state.transaction(lock=room) as tx:
                     context.tx = tx
-                    context.session = await current_session(tx, room)
+                    context.session, context.scene = await current_play(tx, room)
                     reply = await self._call(command, context)
             else:
                 reply = await self._call(command, context)
@@ -442,14 +445,9 @@ class Coterie:
         reply = result if isinstance(result, Reply) else Reply(list(result))
         reply.body = [Text(node) if isinstance(node, str) else node for node in reply.body]
         check_elements(reply.body)
+        for part in reply.private:
+            check_elements(part.body)
         return reply
-
-
-async def current_session(store: StateStore | Transaction, room_key: str) -> str | None:
-    """The id of the session open in a room (``!session start``), if any."""
-    sessions = await store.get(SESSIONS, room_key) or {}
-    current = sessions.get("current")
-    return str(current["id"]) if current else None
 
 
 class _Route(NamedTuple):

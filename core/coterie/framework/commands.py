@@ -42,6 +42,10 @@ class CommandContext:
     #: the session open in the room, if any (its id)
     session: str | None = None
     rolls: int = 0
+    #: the rolls of this command are secret (logged as such, hidden from ``!log`` until revealed)
+    secret: bool = False
+    #: the scene being played in the room (``!scene start``), if any
+    scene: str | None = None
 
     @property
     def args(self) -> str:
@@ -99,9 +103,18 @@ class CommandContext:
             botch=self.variant.is_botch(outcome),
             expected=expected_successes(self.variant, request),
             session=self.session,
-            detail=outcome.as_json(),
+            detail=self._detail(outcome),
         )
         await self.store.log_roll(record)
+
+    def _detail(self, outcome: Outcome) -> dict[str, Any]:
+        """The logged detail: the outcome's JSON, marked secret and with its scene."""
+        detail = outcome.as_json()
+        if self.secret:
+            detail["secret"] = True
+        if self.scene is not None:
+            detail["scene"] = self.scene
+        return detail
 
 
 def shorten_request(text: str, limit: int = 300) -> str:

@@ -142,6 +142,21 @@ class Standing:
     open: bool = False
 
 
+@dataclass(frozen=True)
+class InitiativeEntry:
+    """One combatant's place in the order of a turn, as a rule set works it out
+    (:meth:`Variant.initiative`)."""
+
+    name: str
+    #: compared element by element: the higher acts first; combatants still equal roll one
+    #: die apiece, the highest first, until the tie is broken (``!init`` does that)
+    key: tuple[int, ...]
+    #: how the place was worked out, shown in the order, e.g. ``Dex+Wits 6 + 8 = 14``
+    shown: str
+    #: extra actions this turn (Celerity, Rage), taken after everyone's first action
+    extra: int = 0
+
+
 class Variant(ABC, Generic[RequestT, OutcomeT]):
     """One rule set. Subclass it in a plugin and return an instance from ``coterie_variants``."""
 
@@ -277,6 +292,18 @@ class Variant(ABC, Generic[RequestT, OutcomeT]):
     def contest_standing(self, outcome: OutcomeT) -> Standing | None:
         """Who won a contest roll made through :meth:`prepare_contest` (and the tallies)."""
         return None
+
+    def initiative_usage(self) -> str:
+        """How ``!init add`` is written in rooms on this rule set (empty: no initiative)."""
+        return ""
+
+    def initiative(self, name: str, words: Sequence[str], dice: DiceSource) -> InitiativeEntry:
+        """One combatant's initiative from the words after ``!init add NAME`` (any die it
+        needs drawn from ``dice``), or ``UsageError`` when the words don't read or the rule set
+        has no initiative. By default a rule set has none."""
+        from coterie.errors import UsageError
+
+        raise UsageError(f"the {self.name} rules have no initiative yet")
 
     def room_difficulty(self, settings: RoomSettings) -> int | None:
         """The room's default difficulty when it fits this rule set, else the rule set's own

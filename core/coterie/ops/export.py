@@ -1,7 +1,9 @@
 """``coterie export``: a room's roll log as a session log (Markdown or JSON).
 
 Sessions come from the key-value store (namespace :data:`SESSIONS`, key = the room key, kept by
-``!session start/end``); every logged roll carries the id of the session it was rolled in, or none.
+``!session start/end``); every logged roll carries the id of the session it was rolled in, or none,
+and the scene it was rolled in (``!scene start``), if any: within a session the Markdown recaps the
+rolls scene by scene. Secret rolls are marked so (this is the operator's view).
 See ``docs/storage.md`` for both formats.
 """
 
@@ -11,10 +13,9 @@ import json
 from datetime import UTC, datetime
 from typing import Any
 
+from coterie.framework.sessions import SESSIONS
 from coterie.storage.state import RollRecord, StateStore
 
-#: the namespace of the sessions of each room (key: the room key)
-SESSIONS = "coterie.sessions"
 OUTSIDE = "Outside sessions"
 
 
@@ -98,20 +99,41 @@ def to_markdown(log: dict[str, Any]) -> str:
         if not mine:
             lines += ["No rolls.", ""]
             continue
-        lines += [
-            "| time (UTC) | id | who | request | faces | result |",
-            "| --- | --- | --- | --- | --- | --- |",
-        ]
-        for r in mine:
-            who = r.display_name or r.user
-            faces = " ".join(str(face) for face in r.faces)
-            lines.append(
-                f"| {iso(r.time)} | {_cell(r.id)} | {_cell(who)} | {_cell(r.request)} "
-                f"| {faces} | {_cell(result_text(r))} |"
-            )
-        lines.append("")
+        for scene, rolls in _by_scene(mine):
+            if scene is not None:
+                lines += [f"### Scene: {_cell(scene)}", ""]
+            lines += _table(rolls)
     lines.append(f"{len(records)} roll(s) in {len(log['sessions'])} session(s).")
     return "\n".join(lines) + "\n"
+
+
+def _by_scene(records: list[RollRecord]) -> list[tuple[str | None, list[RollRecord]]]:
+    """Consecutive runs of rolls in the same scene (``None``: outside any scene), in order."""
+    runs: list[tuple[str | None, list[RollRecord]]] = []
+    for record in records:
+        scene = record.detail.get("scene")
+        scene = scene if isinstance(scene, str) else None
+        if runs and runs[-1][0] == scene:
+            runs[-1][1].append(record)
+        else:
+            runs.append((scene, [record]))
+    return runs
+
+
+def _table(records: list[RollRecord]) -> list[str]:
+    lines = [
+        "| time (UTC) | id | who | request | faces | result |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    for r in records:
+        who = r.display_name or r.user
+        faces = " ".join(str(face) for face in r.faces)
+        result = result_text(r) + (" — secret" if r.detail.get("secret") else "")
+        lines.append(
+            f"| {iso(r.time)} | {_cell(r.id)} | {_cell(who)} | {_cell(r.request)} "
+            f"| {faces} | {_cell(result)} |"
+        )
+    return [*lines, ""]
 
 
 def to_json(log: dict[str, Any]) -> str:

@@ -14,8 +14,9 @@ from coterie.errors import UsageError
 from coterie.framework.commands import Command, CommandContext
 from coterie.framework.grammar import shorten, tokens
 from coterie.hookimpl import hookimpl
-from coterie.play.rooms import is_mention, mention_key, names_person
-from coterie.render.elements import BR, Node, Text, bold, code
+from coterie.play.rooms import is_mention, is_storyteller, mention_key, names_person
+from coterie.play.storyteller import revealed
+from coterie.render.elements import BR, Node, Private, Reply, Text, bold, code
 from coterie.rulekit.pools import plural
 from coterie.storage.state import RollRecord
 
@@ -46,7 +47,34 @@ def _line(record: RollRecord) -> list[Node]:
     ]
 
 
-async def log_command(ctx: CommandContext) -> list[Node]:
+def _secret_line(record: RollRecord) -> list[Node]:
+    stamp = time.strftime("%m-%d %H:%M", time.gmtime(record.time))
+    return [
+        code(record.id),
+        Text(f" {stamp} "),
+        bold(record.display_name),
+        Text(" rolled in secret"),
+    ]
+
+
+async def _hidden(ctx: CommandContext, records: list[RollRecord]) -> set[str]:
+    """The ids of the secret rolls among ``records`` that are not revealed yet."""
+    hidden: set[str] = set()
+    for record in records:
+        if record.detail.get("secret") and not await revealed(ctx, record.id):
+            hidden.add(record.id)
+    return hidden
+
+
+async def _privately(ctx: CommandContext, body: list[Node], secret: list[Node]) -> Reply:
+    """``body`` for the room; ``secret`` (the hidden rolls in full) for the asking Storyteller."""
+    reply = Reply(body)
+    if secret and await is_storyteller(ctx):
+        reply.private = [Private(ctx.message.user, secret, ctx.message.display_name)]
+    return reply
+
+
+async def log_command(ctx: CommandContext) -> Reply:
     words = tokens(ctx.args)
     room = ctx.message.room_key
     store = ctx.app.state
@@ -61,12 +89,19 @@ async def log_command(ctx: CommandContext) -> list[Node]:
         ]
         if not found:
             raise UsageError(f"no roll `{wanted}` in this room's log", usage=LOG_USAGE)
+        hidden = await _hidden(ctx, found)
         body: list[Node] = []
+        secret: list[Node] = []
         for record in reversed(found):
             if body:
                 body.append(BR)
-            body += _detail(record)
-        return body
+            if record.id in hidden:
+                body += _secret_line(record)
+                secret += [BR] if secret else []
+                secret += _detail(record)
+            else:
+                body += _detail(record)
+        return await _privately(ctx, body, secret)
     count = DEFAULT_LINES
     if words:
         if not words[0].isdigit() or len(words[0]) > 3:
@@ -78,11 +113,15 @@ async def log_command(ctx: CommandContext) -> list[Node]:
             raise UsageError(f"show between 1 and {MAX_LINES} rolls, not {count}", usage=LOG_USAGE)
     records = await store.rolls(room, limit=count)
     if not records:
-        return [Text("No rolls are logged in this room yet.")]
+        return Reply([Text("No rolls are logged in this room yet.")])
+    hidden = await _hidden(ctx, records)
     body = [bold(f"Last {len(records)} rolls")]
+    hidden_lines: list[Node] = [bold("Secret rolls among them")] if hidden else []
     for record in reversed(records):
-        body += [BR, *_line(record)]
-    return body
+        body += [BR, *(_secret_line(record) if record.id in hidden else _line(record))]
+        if record.id in hidden:
+            hidden_lines += [BR, *_line(record)]
+    return await _privately(ctx, body, hidden_lines)
 
 
 def _detail(record: RollRecord) -> list[Node]:
@@ -111,6 +150,8 @@ async def stats_command(ctx: CommandContext) -> list[Node]:
     if len(words) > 1 or (words and not is_mention(words[0])):
         raise UsageError("name at most one player, e.g. `!stats @alice`", usage=STATS_USAGE)
     records = await ctx.app.state.rolls(ctx.message.room_key, limit=None)
+    hidden = await _hidden(ctx, records)  # a secret roll's dice would tell its result
+    records = [r for r in records if r.id not in hidden]
     if words:
         key = mention_key(words[0])
         records = [r for r in records if names_person(key, r.user, r.display_name)]

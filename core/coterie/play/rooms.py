@@ -12,10 +12,11 @@ import re
 from typing import Any
 
 from coterie.errors import UsageError
-from coterie.framework.app import ROOM_SETTINGS, SESSIONS
+from coterie.framework.app import ROOM_SETTINGS
 from coterie.framework.commands import Command, CommandContext
 from coterie.framework.grammar import shorten, suggest, tokens
 from coterie.framework.message import Message
+from coterie.framework.sessions import SESSIONS
 from coterie.framework.variant import HouseRule
 from coterie.hookimpl import hookimpl
 from coterie.render.elements import BR, Node, Text, bold, code, italic

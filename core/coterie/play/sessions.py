@@ -1,6 +1,6 @@
 """Game sessions: ``!session [start [TITLE] | end]``. The roll log files rolls under the open
 session and the free first botch counts per session (the framework reads the open session's id:
-:func:`coterie.framework.app.current_session`). A built-in plugin."""
+:func:`coterie.framework.sessions.current_play`). A built-in plugin."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ import time
 from typing import Any
 
 from coterie.errors import UsageError
-from coterie.framework.app import SESSIONS
 from coterie.framework.commands import Command, CommandContext, new_roll_id
 from coterie.framework.grammar import shorten, tokens
+from coterie.framework.sessions import SESSIONS
 from coterie.hookimpl import hookimpl
 from coterie.play.rooms import require_storyteller
 from coterie.render.elements import Node, Text, bold, code
@@ -63,7 +63,7 @@ async def session_command(ctx: CommandContext) -> list[Node]:
             "title": title,
         }
         sessions["current"] = current
-        await ctx.store.set(SESSIONS, room, {"current": current, "history": history})
+        await ctx.store.set(SESSIONS, room, {**sessions, "current": current, "history": history})
         return [
             Text("Session "),
             code(current["id"]),
@@ -81,7 +81,7 @@ async def session_command(ctx: CommandContext) -> list[Node]:
             raise UsageError("`end` takes nothing after it", usage=SESSION_USAGE)
         ended = {**current, "ended": time.time()}
         history = [*history, ended][-SESSION_HISTORY:]
-        await ctx.store.set(SESSIONS, room, {"current": None, "history": history})
+        await ctx.store.set(SESSIONS, room, {**sessions, "current": None, "history": history})
         return [
             Text("Session "),
             code(current["id"]),

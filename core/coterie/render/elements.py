@@ -140,6 +140,21 @@ def line(*parts: Node | str) -> list[Node]:
 
 
 @dataclass
+class Private:
+    """A part of a reply for one user's eyes only: the full result of a secret roll for its roller
+    and the Storyteller, say. Every adapter delivers it through its platform's private channel
+    (Slack: an ephemeral message, or a direct message where that can't reach; Telegram: the user's
+    private chat with the bot; Matrix: a direct-message room; the console: marked "(private)"),
+    never in the room."""
+
+    #: the platform's user id
+    user: str
+    body: list[Node]
+    #: how the user is called (shown where a platform marks whom a part is for)
+    name: str = ""
+
+
+@dataclass
 class Reply:
     """What core hands an adapter: an element tree plus how to deliver it."""
 
@@ -150,6 +165,8 @@ class Reply:
     ephemeral: bool = False
     #: e.g. ``{"roll_id": "…", "variant": "revised"}``
     meta: dict[str, str] = field(default_factory=dict)
+    #: parts for single users only, delivered privately after ``body`` (see :class:`Private`)
+    private: list[Private] = field(default_factory=list)
 
     @property
     def is_error(self) -> bool:

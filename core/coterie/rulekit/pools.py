@@ -8,9 +8,10 @@ from collections.abc import Callable, Sequence
 from typing import Any, ClassVar, Protocol
 
 from coterie.dice import d10
+from coterie.dice.sources import DiceSource
 from coterie.errors import UsageError
-from coterie.framework.grammar import Option, Parsed, Pool, Positional
-from coterie.framework.variant import Progress, Standing
+from coterie.framework.grammar import Grammar, Option, Parsed, Pool, Positional, parse
+from coterie.framework.variant import InitiativeEntry, Progress, Standing
 from coterie.render.elements import Die, Node, Role, Text, bold, dice
 
 #: the error for a Trait rated up to 10 written anywhere but alone at the start of a pool
@@ -168,6 +169,29 @@ def _not_written(parsed: Parsed, key: str, why: str) -> None:
         raise UsageError(why)
 
 
+#: extra actions a combatant may declare for ``!init``, by option word
+INITIATIVE_EXTRAS = {
+    "celerity": "extra actions from Celerity this turn",
+    "rage": "extra actions from Rage this turn",
+}
+#: the largest number of extra actions in one turn
+MAX_EXTRA_ACTIONS = 10
+
+
+def initiative_grammar(usage: str, extras: Sequence[str]) -> Grammar:
+    """``!init add NAME`` for the d10 rule sets: Dexterity + Wits, and extra actions."""
+    return Grammar(
+        usage=usage,
+        positionals=(
+            Positional("rating", "Dexterity + Wits, e.g. 6 or 3+3", kind="pool", required=True),
+        ),
+        options=tuple(
+            Option(word, "int", INITIATIVE_EXTRAS[word], minimum=1, maximum=MAX_EXTRA_ACTIONS)
+            for word in extras
+        ),
+    )
+
+
 class StorytellerActions:
     """The chat-spanning actions of the d10 Storyteller rule sets, mixed into their variants
     (``class RevisedVariant(StorytellerActions, Variant[...])``). They ride on the one-message
@@ -177,6 +201,34 @@ class StorytellerActions:
 
     name: ClassVar[str]
     team_mode: ClassVar[str | None] = "sum"
+    #: the option words of ``!init add`` naming extra actions (after everyone's first action)
+    initiative_extras: ClassVar[tuple[str, ...]] = ("celerity",)
+
+    def initiative_usage(self) -> str:
+        extras = " ".join(f"[{word} N]" for word in self.initiative_extras)
+        return f"!init add NAME DEX+WITS {extras}"
+
+    def initiative(self, name: str, words: Sequence[str], dice: DiceSource) -> InitiativeEntry:
+        """The editions' initiative (the d10 documents have none of their own): Dexterity +
+        Wits plus one die, the higher first; equal totals go by the higher Dexterity + Wits,
+        and a die roll-off after that (docs/rules/revised.md, "Initiative")."""
+        grammar = initiative_grammar(self.initiative_usage(), self.initiative_extras)
+        parsed = parse(list(words), grammar)
+        written = parsed.pool("rating")
+        assert written is not None  # required
+        rating = written.total
+        if not 0 <= rating <= 20:
+            raise UsageError(
+                f"Dexterity + Wits is 0 to 20, not {rating}", usage=self.initiative_usage()
+            )
+        [die] = dice.roll(1, 10)
+        extra = sum(parsed.int(word) or 0 for word in self.initiative_extras)
+        return InitiativeEntry(
+            name=name,
+            key=(rating + die, rating),
+            shown=f"Dex+Wits {rating} + {die} = {rating + die}",
+            extra=extra,
+        )
 
     def prepare_extended(self, parsed: Parsed, target: int, progress: int) -> None:
         for key in ("ext", "progress"):

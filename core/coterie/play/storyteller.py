@@ -1,0 +1,390 @@
+"""The Storyteller's tools: secret rolls and ``!reveal``, a roll asked against a hidden Difficulty
+(``!ask``, answered with ``!answer``), and quick rolls for nameless NPCs (``!npc roll``). A built-in
+plugin.
+
+A secret roll's full result goes to its roller and the room's Storytellers as private parts of the
+reply (:class:`~coterie.render.elements.Private`, delivered by every adapter through its platform's
+private channel); the room sees only that someone rolled in secret, and the roll's id. The full
+result is kept (as an element tree, :mod:`coterie.render.serialize`) until ``!reveal ID`` posts it.
+Secret rolls are logged like any roll, marked ``secret`` in their detail: ``!log`` hides them from
+everyone but the Storyteller until revealed, and ``!stats`` leaves them out."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable
+from dataclasses import replace
+from typing import Any
+
+from coterie.errors import UsageError
+from coterie.framework.commands import Command, CommandContext, parse_requests, roll_reply
+from coterie.framework.grammar import Parsed, shorten, tokens
+from coterie.hookimpl import hookimpl
+from coterie.play.rooms import (
+    claimed_storytellers,
+    configured_storytellers,
+    is_mention,
+    is_storyteller,
+    mention_key,
+    mentions,
+    require_storyteller,
+)
+from coterie.render.elements import BR, Node, Private, Reply, Text, bold, code, italic
+from coterie.render.serialize import nodes_from_json, nodes_to_json
+from coterie.storage.state import RoomState
+
+#: state of the room's secret rolls (by roll id) and pending asks (by the asked player's mention)
+OWNER = "coterie.storyteller"
+#: the word that makes a roll secret
+SECRET_WORD = "secret"
+#: results that count as a win when a hidden Difficulty is judged (every rule set's success
+#: outcomes: ``success``, and V5's ``critical`` and ``messy_critical``)
+WIN_OUTCOMES = frozenset({"success", "critical", "messy_critical"})
+#: an ask waits this long for its answer
+ASK_TIMEOUT = 6 * 3600
+#: open asks a room may hold
+MAX_ASKS = 20
+
+REVEAL_USAGE = "!reveal ROLL-ID"
+ASK_USAGE = "!ask @USER POOL DIFFICULTY secret [margin] | cancel @USER"
+ANSWER_USAGE = "!answer [POOL]"
+NPC_USAGE = "!npc roll NAME POOL [DIFFICULTY] [options] | secret on|off"
+
+
+def _state(ctx: CommandContext) -> RoomState:
+    return ctx.state(OWNER)
+
+
+async def storyteller_ids(ctx: CommandContext) -> dict[str, str]:
+    """The room's Storytellers who can be written to privately: platform user id → name (those
+    who claimed the room, and configured ids; a configured ``@handle`` is not an id)."""
+    found = dict(await claimed_storytellers(ctx))
+    for who in configured_storytellers(ctx):
+        is_id = not who.startswith("@") or ":" in who  # Slack U…, Telegram digits, Matrix @a:b
+        if is_id:
+            found.setdefault(who, who)
+    return found
+
+
+async def secret_reply(ctx: CommandContext, full: list[Node], *, who: str, what: str) -> Reply:
+    """The reply of a secret roll: the room learns only that ``who`` rolled in secret; ``full``
+    goes privately to the roller and every Storyteller, and is kept for ``!reveal``."""
+    roll_id = ctx.roll_id or ""
+    await _state(ctx).set(
+        f"roll:{roll_id}",
+        {
+            "user": ctx.message.user,
+            "name": who,
+            "what": what,
+            "body": nodes_to_json(full),
+            "revealed": False,
+            "time": time.time(),
+        },
+    )
+    note: list[Node] = [
+        BR,
+        italic(
+            f"secret: only you and the Storyteller see this; {ctx.settings.prefix}"
+            f"reveal {roll_id} shows it to the room"
+        ),
+    ]
+    parts = [Private(ctx.message.user, [*full, *note], ctx.message.display_name)]
+    for user, name in (await storyteller_ids(ctx)).items():
+        if user != ctx.message.user:
+            head: list[Node] = [italic(f"{who}'s secret {what}"), BR]
+            parts.append(Private(user, [*head, *full], name))
+    body: list[Node] = [bold(who), Text(f" made a secret {what}.")]
+    return Reply(body, meta={"variant": ctx.variant.name, "secret": "true"}, private=parts)
+
+
+def _without_word(args: str, word: str) -> tuple[str, bool]:
+    words = args.split()
+    kept = [w for w in words if w.lower() != word]
+    return " ".join(kept), len(kept) != len(words)
+
+
+# --- !roll ... secret ---------------------------------------------------------------------------
+
+
+@hookimpl(tryfirst=True)
+def coterie_roll_command(ctx: CommandContext, usage: str | None) -> Awaitable[Reply] | None:
+    """Take over a roll that says ``secret``: roll it as written (``for NAME`` and the rest
+    still apply), then keep the result between the roller and the Storyteller."""
+    if SECRET_WORD not in ctx.args.lower().split():
+        return None
+    return _secret_roll(ctx, usage)
+
+
+async def _secret_roll(ctx: CommandContext, usage: str | None) -> Reply:
+    args, _ = _without_word(ctx.args, SECRET_WORD)
+    ctx.line = replace(ctx.line, args=args)
+    ctx.secret = True
+    shown = await roll_reply(ctx, usage=usage)
+    if shown.is_error:  # pragma: no cover - roll_reply raises rather than answering errors
+        return shown
+    return await secret_reply(ctx, shown.body, who=ctx.message.display_name, what="roll")
+
+
+# --- !reveal --------------------------------------------------------------------------------------
+
+
+async def reveal(ctx: CommandContext) -> list[Node]:
+    words = tokens(ctx.args)
+    if len(words) != 1:
+        raise UsageError("which roll? Give its id, e.g. `!reveal k3f9qz`", usage=REVEAL_USAGE)
+    roll_id = words[0].lower()
+    state = _state(ctx)
+    kept = await state.get(f"roll:{roll_id}")
+    if kept is None:
+        raise UsageError(
+            f"there is no secret roll `{shorten(roll_id)}` in this room",
+            hint=f"`{ctx.settings.prefix}log` lists the room's rolls with their ids.",
+            usage=REVEAL_USAGE,
+        )
+    if kept["user"] != ctx.message.user and not await is_storyteller(ctx):
+        raise UsageError(
+            f"only {kept['name']} or the Storyteller can reveal roll {roll_id}",
+            usage=REVEAL_USAGE,
+        )
+    if kept["revealed"]:
+        raise UsageError(f"roll {roll_id} was revealed already", usage=REVEAL_USAGE)
+    await state.set(f"roll:{roll_id}", {**kept, "revealed": True})
+    body: list[Node] = [
+        italic(f"{ctx.message.display_name} reveals {kept['name']}'s secret {kept['what']} "),
+        code(roll_id),
+        BR,
+        *nodes_from_json(kept["body"]),
+    ]
+    return body
+
+
+async def revealed(ctx: CommandContext, roll_id: str) -> bool | None:
+    """Whether a secret roll of the room was revealed (``None``: no such secret roll)."""
+    kept = await _state(ctx).get(f"roll:{roll_id.split('-')[0]}")
+    return None if kept is None else bool(kept["revealed"])
+
+
+# --- !ask / !answer -------------------------------------------------------------------------------
+
+
+def _difficulty(ctx: CommandContext, word: str) -> int:
+    if not word.isdigit() or len(word) > 3:
+        raise UsageError(f"the Difficulty is a number, not `{shorten(word)}`", usage=ASK_USAGE)
+    value = int(word)
+    low, high = ctx.variant.difficulty_range
+    if ctx.variant.name == "v5":  # V5: the successes needed (002), at least one
+        low, high = 1, 20
+    if not low <= value <= high:
+        raise UsageError(
+            f"a {ctx.variant.name} Difficulty goes from {low} to {high}, not {value}",
+            usage=ASK_USAGE,
+        )
+    return value
+
+
+def _check_pool(ctx: CommandContext, pool: list[str], difficulty: int) -> None:
+    """Build the asked roll once (nothing is rolled): a bad pool is refused before asking."""
+    _build(ctx, pool, difficulty)
+
+
+def _build(ctx: CommandContext, pool: list[str], difficulty: int) -> Any:
+    def prepare(parsed: Parsed) -> None:
+        if "difficulty" in parsed.values:
+            raise UsageError(
+                "the Difficulty is the Storyteller's secret: give only the pool",
+                usage=ANSWER_USAGE,
+            )
+        parsed.values["difficulty"] = difficulty
+
+    line = replace(ctx.line, args=" ".join(pool))
+    [request] = parse_requests(replace(ctx, line=line), usage=ANSWER_USAGE, prepare=prepare)
+    return request
+
+
+async def ask(ctx: CommandContext) -> list[Node]:
+    words = tokens(ctx.args)
+    state = _state(ctx)
+    if words and words[0].lower() == "cancel":
+        await require_storyteller(ctx, "cancel an ask")
+        if len(words) != 2 or not is_mention(words[1]):
+            raise UsageError("whose ask? `!ask cancel @USER`", usage=ASK_USAGE)
+        key = f"ask:{mention_key(words[1])}"
+        if await state.get(key) is None:
+            raise UsageError(f"{words[1]} has no open ask", usage=ASK_USAGE)
+        await state.delete(key)
+        return [Text(f"The ask for {words[1]} is cancelled.")]
+    if not await is_storyteller(ctx):
+        raise UsageError(
+            "only the room's Storyteller can ask for a roll against a hidden Difficulty",
+            hint=f"`{ctx.settings.prefix}storyteller claim` makes you the Storyteller of a room "
+            "that has none.",
+            usage=ASK_USAGE,
+        )
+    if not words or not is_mention(words[0]):
+        raise UsageError("whom do you ask? Start with their @name", usage=ASK_USAGE)
+    rest = words[1:]
+    lowered = [w.lower() for w in rest]
+    if SECRET_WORD not in lowered:
+        raise UsageError(
+            "say `secret`: the Difficulty stays hidden (for an open roll, just tell them)",
+            usage=ASK_USAGE,
+        )
+    margin = "margin" in lowered
+    rest = [w for w in rest if w.lower() not in (SECRET_WORD, "margin")]
+    if len(rest) < 2:
+        raise UsageError("give the pool and the Difficulty", usage=ASK_USAGE)
+    pool, difficulty = rest[:-1], _difficulty(ctx, rest[-1])
+    _check_pool(ctx, pool, difficulty)
+    key = f"ask:{mention_key(words[0])}"
+    if await state.get(key) is None and len(await state.keys("ask:")) >= MAX_ASKS:
+        raise UsageError("too many asks are open in this room; cancel one first")
+    await state.set(
+        key,
+        {
+            "pool": pool,
+            "difficulty": difficulty,
+            "margin": margin,
+            "by": ctx.message.user,
+            "by_name": ctx.message.display_name,
+            "asked": words[0],
+            "variant": ctx.variant.name,
+            "time": time.time(),
+        },
+    )
+    prefix = ctx.settings.prefix
+    return [
+        bold(ctx.message.display_name),
+        Text(f" asks {words[0]} to roll "),
+        code(" ".join(pool)),
+        Text(" against a hidden Difficulty. "),
+        Text("Answer with "),
+        code(f"{prefix}answer"),
+        Text("."),
+    ]
+
+
+async def _pending_ask(ctx: CommandContext) -> tuple[str, dict[str, Any]] | None:
+    state = _state(ctx)
+    now = time.time()
+    for key in await state.keys("ask:"):
+        record = await state.get(key)
+        if record is None:
+            continue
+        if now - record["time"] > ASK_TIMEOUT:
+            await state.delete(key)
+            continue
+        if mentions(key.removeprefix("ask:"), ctx.message):
+            return key, record
+    return None
+
+
+async def answer(ctx: CommandContext) -> Reply:
+    found = await _pending_ask(ctx)
+    if found is None:
+        raise UsageError("nobody asked you for a roll here", usage=ANSWER_USAGE)
+    key, record = found
+    if record["variant"] != ctx.variant.name:
+        raise UsageError(
+            f"the ask was made under the {record['variant']} rules; this room now plays "
+            f"{ctx.variant.name}: the Storyteller can ask again"
+        )
+    pool = tokens(ctx.args) or list(record["pool"])
+    request = _build(ctx, pool, record["difficulty"])
+    ctx.secret = True
+    outcome = await ctx.roll(request)
+    await _state(ctx).delete(key)
+    won = outcome.outcome in WIN_OUTCOMES
+    name = ctx.message.display_name
+    verdict = "succeeds" if won else "fails"
+    body: list[Node] = [
+        bold(name),
+        Text(f" rolls {' '.join(pool)} against a hidden Difficulty and {verdict}"),
+    ]
+    margin = outcome.as_json().get("margin", outcome.successes)
+    if record["margin"]:
+        body += [Text(f" (margin {margin})")]
+    body += [Text(".")]
+    full = ctx.variant.compose([outcome], name, ctx.line.comment)
+    full += [BR, italic(f"hidden Difficulty {record['difficulty']} (asked by {record['by_name']})")]
+    await _state(ctx).set(
+        f"roll:{ctx.roll_id}",
+        {
+            "user": ctx.message.user,
+            "name": name,
+            "what": "roll",
+            "body": nodes_to_json(full),
+            "revealed": False,
+            "time": time.time(),
+        },
+    )
+    parts = [Private(user, list(full), who) for user, who in (await storyteller_ids(ctx)).items()]
+    if record["by"] not in {part.user for part in parts}:
+        parts.append(Private(record["by"], list(full), record["by_name"]))
+    return Reply(body, meta={"variant": ctx.variant.name}, private=parts)
+
+
+# --- !npc roll ------------------------------------------------------------------------------------
+
+
+async def npc(ctx: CommandContext) -> Reply | list[Node]:
+    words = tokens(ctx.args)
+    action = words[0].lower() if words else ""
+    await require_storyteller(ctx, "roll for NPCs")
+    state = _state(ctx)
+    if action == "secret":
+        if len(words) != 2 or words[1].lower() not in ("on", "off"):
+            raise UsageError("`!npc secret on` or `!npc secret off`", usage=NPC_USAGE)
+        secret = words[1].lower() == "on"
+        await state.set("npc_secret", secret)
+        shown = "in secret" if secret else "openly"
+        return [Text(f"NPC rolls are now made {shown} by default in this room.")]
+    if action != "roll" or len(words) < 3:
+        raise UsageError("roll for whom? `!npc roll Guard 5 6`", usage=NPC_USAGE)
+    who = words[1][:40]
+    args, public = _without_word(" ".join(words[2:]), "public")
+    args, secret_asked = _without_word(args, SECRET_WORD)
+    secret = secret_asked or (not public and bool(await state.get("npc_secret", True)))
+    ctx.line = replace(ctx.line, args=args)
+    requests = parse_requests(ctx, usage=NPC_USAGE)
+    ctx.secret = secret
+    outcomes = [await ctx.roll(request) for request in requests]
+    full = ctx.variant.compose(outcomes, who, ctx.line.comment)
+    if not secret:
+        return Reply(full, meta={"variant": ctx.variant.name})
+    return await secret_reply(ctx, full, who=who, what="NPC roll")
+
+
+@hookimpl
+def coterie_commands() -> list[Command]:
+    return [
+        Command(
+            name="reveal",
+            summary="show a secret roll to the room (its roller or the Storyteller)",
+            usage=REVEAL_USAGE,
+            handler=reveal,
+            details="Roll with `secret` (e.g. `!roll 5 6 secret`) to keep a result between you "
+            "and the Storyteller until it is revealed.",
+        ),
+        Command(
+            name="ask",
+            summary="ask a player to roll against a Difficulty only you know (Storyteller)",
+            usage=ASK_USAGE,
+            handler=ask,
+            details="The room sees whether the roll succeeds (with `margin`: by how much); you "
+            "see everything.",
+        ),
+        Command(
+            name="answer",
+            summary="roll what the Storyteller asked you for",
+            usage=ANSWER_USAGE,
+            handler=answer,
+        ),
+        Command(
+            name="npc",
+            summary="roll for a nameless NPC, in secret by default (Storyteller)",
+            usage=NPC_USAGE,
+            handler=npc,
+            details="Add `public` to show one roll to the room, or `!npc secret off` to roll "
+            "NPCs openly by default.",
+        ),
+    ]

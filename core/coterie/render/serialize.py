@@ -1,0 +1,181 @@
+"""Element trees and replies as JSON, and back: a reply can be kept in the state store and shown
+again later exactly as it was built (a secret roll revealed, a reply sent again after a restart).
+
+The JSON form is a list of objects, one per node, each with a ``"t"`` naming the node type:
+``{"t": "text", "text": "..."}``, ``{"t": "bold", "children": [...]}``, ``{"t": "die", "face": 9,
+"role": "success", "sides": 10, "tags": ["hunger"]}``, ``{"t": "br"}``, ``{"t": "image", "data":
+BASE64, ...}``, ``{"t": "actions", "buttons": [{"label": ..., "command": ...}]}``. Reading refuses
+anything else with ``ValueError``: stored data is checked, never trusted."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from typing import Any
+
+from coterie.render.elements import (
+    BR,
+    Actions,
+    Bold,
+    Button,
+    Code,
+    Die,
+    Image,
+    Italic,
+    LineBreak,
+    Node,
+    Private,
+    Reply,
+    Role,
+    Strike,
+    Text,
+)
+
+#: how deep nested bold/italic/strike may go when read back (a reply is never this deep)
+MAX_DEPTH = 16
+
+_CONTAINERS: dict[type, str] = {Bold: "bold", Italic: "italic", Strike: "strike"}
+_CONTAINER_TYPES = {name: kind for kind, name in _CONTAINERS.items()}
+
+
+def node_to_json(node: Node) -> dict[str, Any]:
+    """One node as a JSON-compatible object."""
+    if isinstance(node, Text):
+        return {"t": "text", "text": node.text}
+    if isinstance(node, Code):
+        return {"t": "code", "text": node.text}
+    if isinstance(node, LineBreak):
+        return {"t": "br"}
+    if isinstance(node, Die):
+        return {
+            "t": "die",
+            "face": node.face,
+            "role": node.role.value,
+            "sides": node.sides,
+            "tags": sorted(node.tags),
+        }
+    if isinstance(node, Image):
+        return {
+            "t": "image",
+            "data": base64.b64encode(node.data).decode("ascii"),
+            "alt": node.alt,
+            "filename": node.filename,
+            "mime": node.mime,
+        }
+    if isinstance(node, Actions):
+        return {
+            "t": "actions",
+            "buttons": [{"label": b.label, "command": b.command} for b in node.buttons],
+        }
+    kind = _CONTAINERS.get(type(node))
+    if kind is None:
+        raise TypeError(f"not an element: {node!r}")
+    children = node.children
+    return {"t": kind, "children": nodes_to_json(children)}
+
+
+def nodes_to_json(nodes: Any) -> list[dict[str, Any]]:
+    """A list (or tuple) of nodes as JSON-compatible objects."""
+    return [node_to_json(node) for node in nodes]
+
+
+def _str(data: dict[str, Any], key: str) -> str:
+    value = data.get(key)
+    if not isinstance(value, str):
+        raise ValueError(f"{data.get('t')!r} node: {key!r} is not text")
+    return value
+
+
+def _int(data: dict[str, Any], key: str) -> int:
+    value = data.get(key)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"{data.get('t')!r} node: {key!r} is not a whole number")
+    return value
+
+
+def node_from_json(data: Any, depth: int = 0) -> Node:
+    """The node a :func:`node_to_json` object stands for; ``ValueError`` for anything else."""
+    if not isinstance(data, dict):
+        raise ValueError(f"a node is an object, not {type(data).__name__}")
+    kind = data.get("t")
+    if kind == "text":
+        return Text(_str(data, "text"))
+    if kind == "code":
+        return Code(_str(data, "text"))
+    if kind == "br":
+        return BR
+    if kind == "die":
+        tags = data.get("tags", [])
+        if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
+            raise ValueError("'die' node: 'tags' is not a list of text")
+        try:
+            role = Role(_str(data, "role"))
+        except ValueError:
+            raise ValueError(f"'die' node: unknown role {data.get('role')!r}") from None
+        return Die(_int(data, "face"), role, _int(data, "sides"), frozenset(tags))
+    if kind == "image":
+        try:
+            raw = base64.b64decode(_str(data, "data"), validate=True)
+        except binascii.Error:
+            raise ValueError("'image' node: 'data' is not base64") from None
+        return Image(raw, _str(data, "alt"), _str(data, "filename"), _str(data, "mime"))
+    if kind == "actions":
+        buttons = data.get("buttons")
+        if not isinstance(buttons, list):
+            raise ValueError("'actions' node: 'buttons' is not a list")
+        return Actions(tuple(Button(_str(b, "label"), _str(b, "command")) for b in buttons))
+    container = _CONTAINER_TYPES.get(kind) if isinstance(kind, str) else None
+    if container is None:
+        raise ValueError(f"unknown node type {kind!r}")
+    if depth >= MAX_DEPTH:
+        raise ValueError(f"nodes nested deeper than {MAX_DEPTH}")
+    children = data.get("children")
+    if not isinstance(children, list):
+        raise ValueError(f"{kind!r} node: 'children' is not a list")
+    return container(tuple(node_from_json(child, depth + 1) for child in children))  # type: ignore[no-any-return]
+
+
+def nodes_from_json(data: Any) -> list[Node]:
+    """The nodes of a :func:`nodes_to_json` list; ``ValueError`` for anything else."""
+    if not isinstance(data, list):
+        raise ValueError("nodes are a list")
+    return [node_from_json(item) for item in data]
+
+
+def reply_to_json(reply: Reply) -> dict[str, Any]:
+    """A whole reply (body, kind, ephemeral, meta and private parts) as a JSON-compatible object."""
+    return {
+        "body": nodes_to_json(reply.body),
+        "kind": reply.kind,
+        "ephemeral": reply.ephemeral,
+        "meta": dict(reply.meta),
+        "private": [
+            {"user": part.user, "name": part.name, "body": nodes_to_json(part.body)}
+            for part in reply.private
+        ],
+    }
+
+
+def reply_from_json(data: Any) -> Reply:
+    """The reply a :func:`reply_to_json` object stands for; ``ValueError`` for anything else."""
+    if not isinstance(data, dict):
+        raise ValueError("a reply is an object")
+    meta = data.get("meta", {})
+    if not isinstance(meta, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in meta.items()
+    ):
+        raise ValueError("a reply's meta maps text to text")
+    private = data.get("private", [])
+    if not isinstance(private, list):
+        raise ValueError("a reply's private parts are a list")
+    return Reply(
+        nodes_from_json(data.get("body")),
+        kind=_str(data, "kind"),
+        ephemeral=bool(data.get("ephemeral", False)),
+        meta=dict(meta),
+        private=[
+            Private(_str(part, "user"), nodes_from_json(part.get("body")), _str(part, "name"))
+            for part in private
+            if isinstance(part, dict)
+        ],
+    )
