@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import re
 import secrets
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -303,6 +304,8 @@ def example_steps(example: str, variant: Variant[Any, Any], prefix: str = "!") -
         "pool": rolls[0].split()[0],
         "variant": variant.name,
         "difficulty": str(variant.default_difficulty if variant.default_difficulty else ""),
+        "init": _initiative_example(variant),
+        "id": "ROLL-ID",
     }
     steps: list[ExampleStep] = []
     for line in example.format(**values).splitlines():
@@ -314,6 +317,15 @@ def example_steps(example: str, variant: Variant[Any, Any], prefix: str = "!") -
             text = prefix + text[1:]
         steps.append((who or None, text))
     return steps
+
+
+def _initiative_example(variant: Variant[Any, Any]) -> str:
+    """What follows ``!init add NAME`` in an example, from the rule set's usage line
+    (``DEX+WITS [rage N]`` reads ``3+2``; ``ranged | close | other`` reads ``close``)."""
+    usage = variant.initiative_usage().partition(" NAME")[2]
+    usage = re.sub(r"\s*\[[^\]]*\]", "", usage).strip()
+    usage = re.sub(r"(\w+)(?: \| \w+)+", r"\1", usage)
+    return usage.replace("DEX+WITS", "3+2")
 
 
 def show_example(steps: list[ExampleStep]) -> str:

@@ -38,6 +38,9 @@ def help_command(ctx: CommandContext) -> list[Node]:
     if topic in topics:
         return list(topics[topic])
     found = ctx.app.find_command(topic, variant.name)
+    if found is not None and found.name != topic:  # a command's own name before another's alias
+        named = [c for c in ctx.app.room_commands(variant.name) if c.name == topic]
+        found = named[0] if named else found
     if found is None:
         names = [n for c in ctx.app.room_commands(variant.name) for n in c.names]
         close = suggest(topic, [*names, *topics])
