@@ -372,7 +372,8 @@ def coterie_commands() -> list[Command]:
             usage=ASK_USAGE,
             examples=(
                 "!storyteller claim\n!ask @bob {pool} {difficulty} secret\nbob: !answer",
-                "!storyteller claim\n!ask @bob {pool} {difficulty} secret margin\nbob: !answer {pool}",
+                "!storyteller claim\n!ask @bob {pool} {difficulty} secret margin\n"
+                "bob: !answer {pool}",
             ),
             handler=ask,
             details="The room sees whether the roll succeeds (with `margin`: by how much); you "
