@@ -27,6 +27,7 @@ from coterie.render.encode import to_plain
 BUILTINS = [
     "coterie.play.clauses",
     "coterie.play.contests",
+    "coterie.play.dice",
     "coterie.play.extended",
     "coterie.play.help",
     "coterie.play.initiative",

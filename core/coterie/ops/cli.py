@@ -166,45 +166,9 @@ def cmd_plugins(args: argparse.Namespace) -> int:
 
 
 def cmd_config_check(args: argparse.Namespace) -> int:
-    """Every problem of the config at once (the TOML, each table, then against the plugins),
-    one line each with its key path; exit 3 when there is any."""
-    from pathlib import Path
+    from coterie.ops.configcheck import config_check
 
-    from coterie.framework.config import Problems, check_config, read_toml
-
-    path = args.path or os.environ.get("COTERIE_CONFIG")
-    problems = Problems()
-    config: Config | None = Config()
-    if path is not None:
-        try:
-            data = read_toml(path)
-        except ConfigError as error:
-            problems.add("", str(error).removeprefix(f"{path}: "))
-            config = None
-        else:
-            config = check_config(data, problems)
-            if config is not None:
-                config._base_dir = Path(path).resolve().parent
-    app = None
-    if config is not None:
-        with problems.gather():
-            app = _app(config)
-    invalid = len(problems)  # problems of the file itself; plugin failures come after
-    if app is not None:
-        for failure in app.host.failures:
-            problems.add(f"plugin {failure.plugin}", f"{failure.where}: {failure.error}")
-    if problems:
-        for line in problems.lines:
-            sys.stderr.write(f"{path or '(built-in defaults)'}: {line}\n")
-        sys.stderr.write(f"{len(problems)} problem(s) found\n")
-        return EXIT_CONFIG if invalid else 1
-    assert config is not None and app is not None
-    sys.stdout.write(
-        f"{path or '(built-in defaults)'}: OK — rule sets: "
-        f"{', '.join(sorted(app.variants))}; default: {config.default_variant}; adapters: "
-        f"{', '.join(config.enabled_adapters()) or 'none'}\n"
-    )
-    return 0
+    return config_check(args.path or os.environ.get("COTERIE_CONFIG"), _app)
 
 
 def cmd_db(args: argparse.Namespace) -> int:
