@@ -61,8 +61,11 @@ def test_a_chronicle_across_processes_and_players(chat) -> None:
     out = chat("bob", "!resist 4 6", seed=2)
     assert "alice vs bob" in out and "Contest over:" in out
     out = chat("alice", "!log 5", "!stats", "!session end")
-    assert len(re.findall(r"^[a-z2-9]{6}(?:-\d+)? \d\d-\d\d", out, re.M)) == 3
-    assert "alice: 2 rolls" in out and "bob: 1 roll," in out
+    # the contest is two records, each side's dice under its own player (issue 16)
+    assert len(re.findall(r"^[a-z2-9]{6}(?:-\d+)? \d\d-\d\d", out, re.M)) == 4
+    assert re.search(r"^\w{6} \S+ \S+ alice !contest @bob 5 6 → ", out, re.M), out
+    assert re.search(r"^\w{6}-2 \S+ \S+ bob !resist 4 6 → ", out, re.M), out
+    assert "alice: 3 rolls" in out and "bob: 1 roll," in out
     assert "(Night one) ends after" in out
 
 

@@ -321,7 +321,7 @@ def test_a_ten_point_trait_may_take_a_penalty() -> None:
         ("5 6 ext 5 vs 5 progress 6", "the other side's progress 6 already reaches"),
         ("5 11", "between 2 and 10"),
         ("5 1", "between 2 and 10"),
-        ("5 6 spec", "unknown option"),
+        ("5 6 spec", "the crossover rules have no specialty rule"),
         ("5 6 vs gnosis 12", "Gnosis is rated from 0 to 10"),
     ],
 )
@@ -470,7 +470,7 @@ def test_cli_json_failure_botch_and_success(capsys: pytest.CaptureFixture[str]) 
     ("flag", "message"),
     [
         (["--hunger", "2"], "the crossover rules have no hunger option"),
-        (["--specialty"], "the crossover rules have no specialty option"),
+        (["--specialty"], "the crossover rules have no specialty rule"),
         (["--difficulty", "11"], "--difficulty must be between 2 and 10"),
     ],
 )

@@ -182,7 +182,7 @@ TEAM_USAGE = "!team POOL [DIFFICULTY] [options]; POOL"
         ("!team 5 6; 3 rage 4", "Rage is rated up to 10 and is rolled alone", TEAM_USAGE),
         # the core !team reads each member with the !roll grammar
         ("!team 5 6", "give at least 2 rolls separated by `;`", TEAM_USAGE),
-        ("!team 5 6; 3 6 spec", "unknown option `spec`", TEAM_USAGE),
+        ("!team 5 6; 3 6 spec", "have no specialty rule", TEAM_USAGE),
     ],
 )
 async def test_team_errors_roll_nothing(text: str, message: str, usage: str) -> None:

@@ -60,6 +60,7 @@ async def test_the_answer_of_a_single_die() -> None:
     text = await say(app_for("revised"), "!odds 1 6 # the lock")
     assert text.splitlines() == [
         "Odds — 1 die, difficulty 6 — the lock",
+        "Chance of success: 50.0%",  # the same figure as the chart's (issue 16)
         "success 50.0% · failure 40.0% · botch 10.0%",
         "Most likely: 0 successes 50.0%, 1 success 50.0%",  # a tie: the lower first
         "Mean: 0.50 successes",
@@ -86,13 +87,14 @@ async def test_every_rule_set_answers_from_its_distribution(variant: str, text: 
     request = rule_set.build(parse(words, rule_set.grammar), RoomSettings(variant))
     dist = rule_set.odds(request)
     assert lines[0] == f"Odds — {dist.roll}"
+    assert lines[1] == f"Chance of success: {odds.percent(dist.win)}"
     shown = [
         f"{name.replace('_', ' ')} {odds.percent(p)}" for name, p in dist.outcomes.items() if p
     ]
-    assert lines[1] == " · ".join(shown)
+    assert lines[2] == " · ".join(shown)
     likely = [f"{odds_chat.successes_label(v)} {odds.percent(p)}" for v, p in dist.most_likely()]
-    assert lines[2] == "Most likely: " + ", ".join(likely)
-    assert lines[3] == f"Mean: {float(dist.mean):.2f} successes"
+    assert lines[3] == "Most likely: " + ", ".join(likely)
+    assert lines[4] == f"Mean: {float(dist.mean):.2f} successes"
     assert app.dice.rolls == 0  # nothing is rolled
     assert reply.meta == {"variant": variant}
 

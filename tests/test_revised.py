@@ -190,7 +190,7 @@ def test_automatic_success_is_one_marginal_success_without_dice() -> None:
         ("5 6 progress 2", "goes with `ext"),
         ("5 6 ext 5 progress 5", "already reaches"),
         ("5 6 vs 5 progress 1", "goes with `ext"),
-        ("5 6 spec", "unknown option"),
+        ("5 6 spec", "the revised rules have no specialty rule"),
     ],
 )
 def test_errors(text: str, message: str) -> None:

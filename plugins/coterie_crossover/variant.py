@@ -45,6 +45,7 @@ GRAMMAR = Grammar(
     options=(
         DIFF,
         WILLPOWER,
+        pools.NO_SPECIALTY,
         Option("auto", "flag", "take an automatic (marginal) success instead of rolling"),
         Option(
             "ext",
@@ -63,6 +64,7 @@ GRAMMAR = Grammar(
         options=(
             DIFF,
             WILLPOWER,
+            pools.NO_SPECIALTY,
             Option(
                 "progress",
                 "int",
@@ -91,6 +93,8 @@ class CrossoverOutcome(Outcome):
     actor: rules.PoolRoll | None
     opponent: rules.PoolRoll | None = None
     variant: str = "crossover"
+    #: a contest between two chat users: the challenger's and the answerer's names
+    names: tuple[str, str] | None = None
 
     @property
     def faces(self) -> tuple[int, ...]:  # type: ignore[override]
@@ -194,6 +198,7 @@ class CrossoverVariant(pools.StorytellerActions, Variant[CrossoverRequest, Cross
     house_rules = HOUSE_RULES
 
     def build(self, parsed: Parsed, settings: RoomSettings) -> CrossoverRequest:
+        pools.refuse_specialty(parsed, self.name)
         default = self.room_difficulty(settings) or rules.DEFAULT_DIFFICULTY
         actor = side(parsed, default)
         automatic = parsed.flag("auto")
@@ -262,6 +267,12 @@ class CrossoverVariant(pools.StorytellerActions, Variant[CrossoverRequest, Cross
                     "teamwork members each roll a plain pool (no `auto`, `vs` or `ext`)"
                 )
 
+    def degree_label(self, successes: int) -> str | None:
+        if successes <= 0:
+            return None
+        label = rules.degree(successes)
+        return f"{label}, a momentous result" if rules.momentous(successes) else label
+
     def team(self, outcomes: Sequence[CrossoverOutcome]) -> list[Node]:
         rolls = [outcome.actor for outcome in outcomes if outcome.actor is not None]
         result = rules.teamwork(rolls)
@@ -304,6 +315,8 @@ class CrossoverVariant(pools.StorytellerActions, Variant[CrossoverRequest, Cross
             BR,
         ]
         for option in GRAMMAR.options:
+            if option is pools.NO_SPECIALTY:
+                continue
             body += [code(option.syntax()), Text(f" — {option.help}"), BR]
         body += [
             code("vs POOL [DIFFICULTY]"),
@@ -394,9 +407,10 @@ def render(outcome: CrossoverOutcome) -> list[Node]:
         if extended.done:
             body.append(Text(" — done!"))
     if outcome.opponent is not None and request.versus is not None:
-        body += [BR, *setup(request.versus, "Opposed")]
+        opposed = f"Opposed ({outcome.names[1]})" if outcome.names else "Opposed"
+        body += [BR, *setup(request.versus, opposed)]
         body += pools.face_nodes(outcome.opponent.faces, outcome.opponent.roles)
-        body += [BR, Text("Opposed: "), *result_line(outcome.opponent)]
+        body += [BR, Text(f"{opposed}: "), *result_line(outcome.opponent)]
         body += [BR, *contest_line(outcome)]
     return body
 
@@ -410,23 +424,28 @@ def contest_line(outcome: CrossoverOutcome) -> list[Node]:
             Text(" vs "),
             bold(f"{race.opponent}/{race.target}"),
         ]
+        names = outcome.names
         if race.winner == "actor":
-            line.append(Text(" — you reach the goal first and win!"))
+            first = f"{names[0]} reaches" if names else "you reach"
+            line.append(Text(f" — {first} the goal first and win{'s' if names else ''}!"))
         elif race.winner == "opponent":
-            line.append(Text(" — the other side reaches the goal first and wins."))
+            other = names[1] if names else "the other side"
+            line.append(Text(f" — {other} reaches the goal first and wins."))
         elif race.winner == "tie":
             line.append(Text(" — both reach the goal together, dead level: a tie."))
         return line
     resisted = outcome.resisted
     assert resisted is not None
+    by = Text(f" by {plural(resisted.net, 'success')}")
     if resisted.winner == "actor":
-        return [Text("Resisted: "), bold("you win"), Text(f" by {plural(resisted.net, 'success')}")]
+        winner = f"{outcome.names[0]} wins" if outcome.names else "you win"
+        return [Text("Resisted: "), bold(winner), by]
     if resisted.winner == "opponent":
-        return [
-            Text("Resisted: "),
-            bold("the other side wins"),
-            Text(f" by {plural(resisted.net, 'success')}"),
-        ]
+        winner = f"{outcome.names[1]} wins" if outcome.names else "the other side wins"
+        return [Text("Resisted: "), bold(winner), by]
+    if outcome.names:
+        between = f"a tie between {outcome.names[0]} and {outcome.names[1]}"
+        return [Text("Resisted: "), italic(between), Text(" — neither side gets the better")]
     return [Text("Resisted: "), italic("a tie"), Text(" — neither side gets the better")]
 
 

@@ -7,14 +7,21 @@ requests, plays them with those rules, and lays the results out as neutral reply
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from coterie.dice.odds import Distribution, require_rules
 from coterie.dice.sources import DiceSource
 from coterie.errors import UsageError
 from coterie.framework.grammar import Grammar, Option, Parsed, Positional
-from coterie.framework.variant import InitiativeEntry, Outcome, RoomSettings, Standing, Variant
+from coterie.framework.variant import (
+    InitiativeEntry,
+    Outcome,
+    RoomSettings,
+    SidePart,
+    Standing,
+    Variant,
+)
 from coterie.render.elements import BR, Die, Node, Role, Text, bold, code
 from coterie.rulekit.pools import plural
 from coterie_d6 import initiative, rules
@@ -161,6 +168,8 @@ class ContestOutcome(Outcome):
     request: ContestRequest
     contest: rules.Contest
     variant: str = "d6"
+    #: a contest between two chat users: the challenger's (attacker's) and the answerer's names
+    names: tuple[str, str] | None = None
 
     @property
     def faces(self) -> tuple[int, ...]:  # type: ignore[override]
@@ -202,6 +211,8 @@ class SeesawOutcome(Outcome):
     request: ContestRequest
     seesaw: rules.SeesawContest
     variant: str = "d6"
+    #: a contest between two chat users: the challenger's (attacker's) and the answerer's names
+    names: tuple[str, str] | None = None
 
     @property
     def faces(self) -> tuple[int, ...]:  # type: ignore[override]
@@ -326,6 +337,7 @@ class D6Variant(Variant[D6Request, D6Outcome]):
         "each die at or above it is a success."
     )
     grammar = GRAMMAR
+    extended_contests = True
 
     def initiative_usage(self) -> str:
         return initiative.INIT_USAGE
@@ -457,6 +469,29 @@ class D6Variant(Variant[D6Request, D6Outcome]):
             return Standing(winner=sides[outcome.contest.winner])
         return None
 
+    def name_sides(self, outcome: D6Outcome, actor: str, opponent: str) -> D6Outcome:
+        if isinstance(outcome, ContestOutcome | SeesawOutcome):
+            return replace(outcome, names=(actor, opponent))
+        return outcome
+
+    def contest_sides(self, outcome: D6Outcome) -> tuple[SidePart, SidePart] | None:
+        """The attacker's dice over every round (a tie is rolled again), then the defender's;
+        each side's successes are those of the last round rolled."""
+        if isinstance(outcome, SeesawOutcome):
+            rounds = outcome.seesaw.rounds
+        elif isinstance(outcome, ContestOutcome):
+            rounds = outcome.contest.rounds
+        else:
+            return None
+        parts = []
+        for side in ("attacker", "defender"):
+            rolls = [getattr(one, side) for one in rounds]
+            faces = tuple(face for roll in rolls for face in roll.faces)
+            successes = rolls[-1].successes if rolls else 0
+            won = bool(rounds) and rounds[-1].winner == side
+            parts.append(SidePart(faces, successes, "success" if won else "failure"))
+        return parts[0], parts[1]
+
     def help(self) -> list[Node]:
         body: list[Node] = [code(GRAMMAR.usage), BR, Text(self.summary), BR]
         body += [
@@ -571,30 +606,44 @@ def render_roll(outcome: RollOutcome) -> list[Node]:
     return body
 
 
-def _contest_setup(request: ContestRequest, title: str) -> list[Node]:
+def _labels(outcome: ContestOutcome | SeesawOutcome) -> dict[str | None, str]:
+    """What the reply calls each side: the players' names in a contest between two chat users,
+    else "attacker" and "defender"."""
+    attacker, defender = outcome.names or ("attacker", "defender")
+    return {"attacker": attacker, "defender": defender, None: ""}
+
+
+def _contest_setup(
+    request: ContestRequest, title: str, labels: dict[str | None, str]
+) -> list[Node]:
     return [
         Text(
             f"{title}, {difficulty_text(request.difficulty)}: "
-            f"attacker {request.attacker} vs defender {request.defender}"
+            f"{labels['attacker']} {request.attacker} vs {labels['defender']} {request.defender}"
         )
     ]
 
 
-def _round_line(label: str, turn: rules.ContestRound) -> list[Node]:
+def _round_line(label: str, turn: rules.ContestRound, labels: dict[str | None, str]) -> list[Node]:
     return [
-        Text(f"{label}: attacker "),
+        Text(f"{label}: {labels['attacker']} "),
         *_faces(turn.attacker),
-        Text(f" ({turn.attacker.successes}) vs defender "),
+        Text(f" ({turn.attacker.successes}) vs {labels['defender']} "),
         *_faces(turn.defender),
         Text(f" ({turn.defender.successes})"),
     ]
 
 
+def _wins(side: str, labels: dict[str | None, str]) -> str:
+    return f"{labels[side][:1].upper()}{labels[side][1:]} wins"
+
+
 def render_contest(outcome: ContestOutcome) -> list[Node]:
     contest = outcome.contest
-    body = _contest_setup(outcome.request, "Contest")
+    labels = _labels(outcome)
+    body = _contest_setup(outcome.request, "Contest", labels)
     for number, turn in enumerate(contest.rounds, start=1):
-        body += [BR, *_round_line(f"Round {number}", turn)]
+        body += [BR, *_round_line(f"Round {number}", turn, labels)]
         if turn.winner is None:
             body.append(
                 Text(" — a tie, roll again" if turn is not contest.deciding else " — a tie")
@@ -604,14 +653,14 @@ def render_contest(outcome: ContestOutcome) -> list[Node]:
     body.append(BR)
     if contest.winner == "attacker":
         body += [
-            bold("Attacker wins"),
+            bold(_wins("attacker", labels)),
             Text(f": {a} − {d} = "),
             bold(plural(contest.net, "success")),
             Text(f" left ({rules.quality(contest.net)})"),
         ]
     elif contest.winner == "defender":
         body += [
-            bold("Defender wins"),
+            bold(_wins("defender", labels)),
             Text(f": {d} − {a} = {plural(-contest.net, 'success')} to spare"),
         ]
     else:
@@ -622,35 +671,36 @@ def render_contest(outcome: ContestOutcome) -> list[Node]:
     return body
 
 
-def _balance_text(state: rules.Seesaw) -> str:
+def _balance_text(state: rules.Seesaw, labels: dict[str | None, str]) -> str:
     if state.leader is None:
         return "level"
-    return f"{state.leader} {state.lead} ahead"
+    return f"{labels[state.leader]} {state.lead} ahead"
 
 
 def render_seesaw(outcome: SeesawOutcome) -> list[Node]:
     seesaw = outcome.seesaw
     final = seesaw.final
-    body = _contest_setup(outcome.request, f"Seesaw contest to {final.target} ahead")
+    labels = _labels(outcome)
+    body = _contest_setup(outcome.request, f"Seesaw contest to {final.target} ahead", labels)
     carried = outcome.request.max_rounds == 1  # one turn of a contest across messages
     for number, (turn, state) in enumerate(zip(seesaw.rounds, seesaw.states, strict=True), 1):
         label = "This turn" if carried else f"Turn {number}"
-        body += [BR, *_round_line(label, turn), Text(f" → {_balance_text(state)}")]
+        body += [BR, *_round_line(label, turn, labels), Text(f" → {_balance_text(state, labels)}")]
     body.append(BR)
     turns = plural(final.turns, "turn")
     if carried:
         if final.winner is not None:
-            return [*body, bold(f"{final.winner.capitalize()} wins"), Text(f", {final.lead} ahead")]
-        return [*body, Text(f"No winner yet: {_balance_text(final)}")]
+            return [*body, bold(_wins(final.winner, labels)), Text(f", {final.lead} ahead")]
+        return [*body, Text(f"No winner yet: {_balance_text(final, labels)}")]
     if final.winner is not None:
         body += [
-            bold(f"{final.winner.capitalize()} wins"),
+            bold(_wins(final.winner, labels)),
             Text(f" after {turns}, {final.lead} ahead"),
         ]
     else:
         body += [
             bold("No winner"),
-            Text(f" after {turns} ({_balance_text(final)}); the Storyteller decides"),
+            Text(f" after {turns} ({_balance_text(final, labels)}); the Storyteller decides"),
         ]
     return body
 

@@ -99,6 +99,8 @@ class LaiaOutcome(Outcome):
     actor: rules.Throw
     opponent: rules.Throw | None = None
     variant: str = "laia"
+    #: a contest between two chat users: the challenger's and the answerer's names
+    names: tuple[str, str] | None = None
 
     @property
     def faces(self) -> tuple[int, ...]:  # type: ignore[override]
@@ -291,6 +293,10 @@ class LaiaVariant(pools.StorytellerActions, Variant[LaiaRequest, LaiaOutcome]):
                     "add the team's total to an extended action's `progress` yourself"
                 )
 
+    def degree_label(self, successes: int) -> str | None:
+        label = rules.degree(successes)
+        return f"{label} success" if label else "Failure"
+
     def team(self, outcomes: Sequence[LaiaOutcome]) -> list[Node]:
         result = rules.teamwork([outcome.actor for outcome in outcomes])
         parts = " + ".join(str(s) for s in result.successes)
@@ -465,10 +471,11 @@ def body(outcome: LaiaOutcome) -> list[Node]:
         if extended.done:
             lines.append(Text(" — done!"))
     if outcome.opponent is not None and request.versus is not None:
+        opposed = f"Opposed ({outcome.names[1]})" if outcome.names else "Opposed"
         opponent = outcome.opponent
-        lines += [BR, Text(setup(request.versus, label="Opposed"))]
+        lines += [BR, Text(setup(request.versus, label=opposed))]
         lines += pools.face_nodes(opponent.faces, opponent.roles)
-        lines += [BR, Text(f"Opposed: # {opponent.total} — "), result_word(opponent)]
+        lines += [BR, Text(f"{opposed}: # {opponent.total} — "), result_word(opponent)]
         lines += [Text(f": {count_line(opponent)}"), *difficulty_note(request.versus)]
         lines += [BR, *verdict(outcome)]
     return lines
@@ -476,4 +483,4 @@ def body(outcome: LaiaOutcome) -> list[Node]:
 
 def verdict(outcome: LaiaOutcome) -> list[Node]:
     assert outcome.resisted is not None
-    return pools.resisted_verdict(outcome.resisted, outcome.contest, rules.degree)
+    return pools.resisted_verdict(outcome.resisted, outcome.contest, rules.degree, outcome.names)

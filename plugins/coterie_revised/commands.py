@@ -14,7 +14,7 @@ from coterie_revised.variant import DIFFICULTY, RevisedOutcome, RevisedVariant, 
 SEGMENT = Grammar(
     usage="POOL [DIFFICULTY] [wp]",
     positionals=(POOL, DIFFICULTY),
-    options=(WILLPOWER,),
+    options=(WILLPOWER, pools.NO_SPECIALTY),
     named_traits=rules.TEN_POINT_TRAITS,
     named_trait_rule=pools.TEN_POINT_RULE,
 )
@@ -52,6 +52,12 @@ async def multi(ctx: CommandContext) -> Reply:
         parse(words, SEGMENT, max_options=limits.max_options)
         for words in _segments(ctx, MULTI_USAGE, 2)
     ]
+    if sum(1 for parsed in parsed_all if parsed.flag("willpower")) > 1:
+        raise UsageError(
+            "Willpower can be spent only once per turn, and `!multi` is one turn: put `wp` on "
+            "one action",
+            usage=MULTI_USAGE,
+        )
     requests = []
     actions = len(parsed_all)
     for action, parsed in enumerate(parsed_all, start=1):

@@ -32,6 +32,7 @@ GRAMMAR = Grammar(
     options=(
         difficulty_option(rules.MIN_DIFFICULTY, rules.MAX_DIFFICULTY),
         WILLPOWER,
+        pools.NO_SPECIALTY,
         Option("auto", "flag", "take an automatic (marginal) success instead of rolling"),
         Option(
             "multi",
@@ -79,6 +80,7 @@ GRAMMAR = Grammar(
         positionals=(POOL, DIFFICULTY),
         options=(
             WILLPOWER,
+            pools.NO_SPECIALTY,
             Option(
                 "progress",
                 "int",
@@ -115,7 +117,11 @@ class RevisedOutcome(Outcome):
     actor: rules.PoolRoll | None
     opponent: rules.PoolRoll | None = None
     free_botch: bool = False
+    #: the opposing side's botch is its player's free first botch of the session
+    opponent_free_botch: bool = False
     variant: str = "revised"
+    #: a contest between two chat users: the challenger's and the answerer's names
+    names: tuple[str, str] | None = None
 
     @property
     def faces(self) -> tuple[int, ...]:  # type: ignore[override]
@@ -147,7 +153,12 @@ class RevisedOutcome(Outcome):
     def resisted(self) -> d10.Resisted | None:
         if self.actor is None or self.opponent is None:
             return None
-        return d10.Resisted(self.successes, 0 if self.opponent.botch else self.opponent.net)
+        return d10.Resisted(self.successes, 0 if self.opponent_botch else self.opponent.net)
+
+    @property
+    def opponent_botch(self) -> bool:
+        """The opposing side botched (and it was not that player's free botch)."""
+        return self.opponent is not None and self.opponent.botch and not self.opponent_free_botch
 
     @property
     def extended(self) -> d10.Extended | None:
@@ -172,7 +183,7 @@ class RevisedOutcome(Outcome):
             self.successes,
             self.opponent.net,
             actor_botched=self.botch,
-            opponent_botched=self.opponent.botch,
+            opponent_botched=self.opponent_botch,
             botch_wipes=request.botch_wipes,
         )
 
@@ -191,7 +202,8 @@ class RevisedOutcome(Outcome):
             data["versus"] = {
                 "faces": list(self.opponent.faces),
                 "successes": self.opponent.net,
-                "outcome": self.opponent.outcome,
+                "outcome": "botch" if self.opponent_botch else self.opponent.outcome,
+                "free_botch": self.opponent_free_botch,
                 "winner": self.resisted.winner,
                 "net": self.resisted.net,
             }
@@ -220,6 +232,7 @@ class RevisedVariant(pools.StorytellerActions, Variant[RevisedRequest, RevisedOu
     house_rules = HOUSE_RULES
 
     def build(self, parsed: Parsed, settings: RoomSettings) -> RevisedRequest:
+        pools.refuse_specialty(parsed, self.name)
         house = {rule.name: settings.rule(self, rule.name) for rule in self.house_rules}
         default = self.room_difficulty(settings) or rules.DEFAULT_DIFFICULTY
         actions = parsed.int("multi") or 1
@@ -305,15 +318,21 @@ class RevisedVariant(pools.StorytellerActions, Variant[RevisedRequest, RevisedOu
         return RevisedOutcome(request=request, actor=actor, opponent=opponent, variant=self.name)
 
     async def settle(self, outcome: RevisedOutcome, context: RollContext) -> RevisedOutcome:
-        """The optional free first botch: one per player per session (see docs/rules/revised.md)."""
-        if not context.settings.rule(self, "first_botch_free") or not outcome.botch:
+        """The optional free first botch: one per player per session (see docs/rules/revised.md).
+        In a contest between two chat users each side's botch is its own player's."""
+        if not context.settings.rule(self, "first_botch_free"):
             return outcome
-        key = f"free_botch_used:{context.session or '-'}:{context.user}"
-        used = bool(await context.state.get(key, False))
-        counts, used_after = rules.first_botch_free(True, used)
-        if used_after != used:
-            await context.state.set(key, used_after)
-        return outcome if counts else replace(outcome, free_botch=True)
+        if outcome.botch and await _spend_free_botch(context, context.user):
+            outcome = replace(outcome, free_botch=True)
+        opponent = outcome.opponent
+        if (
+            context.opponent is not None
+            and opponent is not None
+            and opponent.botch
+            and await _spend_free_botch(context, context.opponent)
+        ):
+            outcome = replace(outcome, opponent_free_botch=True)
+        return outcome
 
     def check_team(self, requests: Sequence[RevisedRequest]) -> None:
         """Teamwork members each roll a plain pool of their own."""
@@ -322,6 +341,9 @@ class RevisedVariant(pools.StorytellerActions, Variant[RevisedRequest, RevisedOu
                 raise UsageError(
                     "teamwork members roll plain pools (no `auto`, `vs`, `ext` or `multi`)"
                 )
+
+    def degree_label(self, successes: int) -> str | None:
+        return rules.degree(successes) if successes > 0 else None
 
     def team(self, outcomes: Sequence[RevisedOutcome]) -> list[Node]:
         rolls = [outcome.actor for outcome in outcomes if outcome.actor is not None]
@@ -347,6 +369,8 @@ class RevisedVariant(pools.StorytellerActions, Variant[RevisedRequest, RevisedOu
             BR,
         ]
         for option in GRAMMAR.options:
+            if option is pools.NO_SPECIALTY:
+                continue
             body += [code(option.syntax()), Text(f" — {option.help}"), BR]
         body += [
             code("vs POOL [DIFFICULTY]"),
@@ -364,6 +388,16 @@ class RevisedVariant(pools.StorytellerActions, Variant[RevisedRequest, RevisedOu
             ),
         ]
         return body
+
+
+async def _spend_free_botch(context: RollContext, user: str) -> bool:
+    """Whether ``user``'s botch is their free first of the session (and mark it used)."""
+    key = f"free_botch_used:{context.session or '-'}:{user}"
+    used = bool(await context.state.get(key, False))
+    counts, used_after = rules.first_botch_free(True, used)
+    if used_after != used:
+        await context.state.set(key, used_after)
+    return not counts
 
 
 def _side(
@@ -458,12 +492,17 @@ def render(outcome: RevisedOutcome) -> list[Node]:
         if extended.done:
             body += [Text(" — done!")]
     if outcome.opponent is not None and request.versus is not None:
-        body += [BR, *_setup(request.versus, request, "Opposed"), *_faces(outcome.opponent)]
-        body += [BR, Text("Opposed: "), *_result_line(outcome.opponent)]
+        opposed = f"Opposed ({outcome.names[1]})" if outcome.names else "Opposed"
+        body += [BR, *_setup(request.versus, request, opposed), *_faces(outcome.opponent)]
+        body += [
+            BR,
+            Text(f"{opposed}: "),
+            *_result_line(outcome.opponent, outcome.opponent_free_botch),
+        ]
         body += [BR, *_resisted_line(outcome)]
     return body
 
 
 def _resisted_line(outcome: RevisedOutcome) -> list[Node]:
     assert outcome.resisted is not None
-    return pools.resisted_verdict(outcome.resisted, outcome.contest, rules.degree)
+    return pools.resisted_verdict(outcome.resisted, outcome.contest, rules.degree, outcome.names)

@@ -4,11 +4,13 @@ roll)."""
 
 from __future__ import annotations
 
+import time
 from fractions import Fraction
+from typing import Any
 
 from coterie.dice.odds import Distribution, off_loop, percent
 from coterie.errors import UsageError
-from coterie.framework.commands import Command, CommandContext
+from coterie.framework.commands import Command, CommandContext, ContestSides
 from coterie.framework.grammar import Grammar, Option, Positional, parse, shorten, suggest, tokens
 from coterie.render.elements import BR, Actions, Button, Node, Reply, Text, bold, italic
 from coterie.rulekit.odds import odds_reply
@@ -80,19 +82,66 @@ def strategy(words: list[str]) -> rules.Strategy:
     )
 
 
-async def reroll(ctx: CommandContext) -> Reply:
-    """Spend Willpower: throw again as many as three regular dice of the caller's last roll."""
-    variant = _variant(ctx)
-    chosen = strategy(tokens(ctx.args))
+#: a Willpower re-roll follows the roll it changes: it lapses this long after the roll (or when
+#: the session it was made in ends), see docs/rules/v5.md
+REROLL_WINDOW = 15 * 60
+
+
+def check_fresh(record: Any, session: str | None, now: float) -> None:
+    """Refuse a re-roll of a roll made in another session, or longer ago than
+    :data:`REROLL_WINDOW` (a record without a time, kept before times were, has lapsed)."""
+    if not isinstance(record, dict) or record.get("kind") != "roll":
+        return  # reroll_request says what is wrong with it
+    if record.get("session") != session:
+        raise UsageError(
+            "your last roll was made in another session; a Willpower re-roll comes right after "
+            "the roll it changes"
+        )
+    made = record.get("time")
+    if not isinstance(made, int | float) or now - made > REROLL_WINDOW:
+        raise UsageError(
+            f"your last roll was too long ago (a re-roll lapses {REROLL_WINDOW // 60} minutes "
+            "after the roll); roll again"
+        )
+
+
+async def _last_roll(ctx: CommandContext, variant: V5Variant) -> Any:
     state = ctx.state(f"variant.{variant.name}")
     record = await state.get(LAST_ROLL.format(user=ctx.message.user))
+    check_fresh(record, ctx.session, time.time())
+    return record
+
+
+async def reroll(ctx: CommandContext) -> Reply:
+    """Spend Willpower: throw again as many as three regular dice of the caller's last roll (in
+    a contest between two chat users, of the caller's own side; the verdict is worked out
+    again for both)."""
+    variant = _variant(ctx)
+    chosen = strategy(tokens(ctx.args))
+    record = await _last_roll(ctx, variant)
     request = variant.reroll_request(record, chosen)
     chances = await _reroll_chances(variant, request)
-    outcome = await ctx.roll(request)
+    sides = None
+    who = ctx.message.display_name
+    if request.side == "opponent" or isinstance(record.get("contest"), dict):
+        try:
+            sides = ContestSides(**{**record["contest"], "only": request.side})
+        except (KeyError, TypeError):
+            raise UsageError("I cannot read your last roll any more; please roll again") from None
+        who = f"{sides.actor_name} vs {sides.opponent_name}"
+    outcome = await ctx.roll(request, sides)
     assert isinstance(outcome, V5Outcome | RouseOutcome)
-    body = variant.compose([outcome], ctx.message.display_name, ctx.line.comment)
+    body = variant.compose([outcome], who, ctx.line.comment)
     if chances is not None:
         body.append(Text(f" Chance of success was {chances[0]}, now {chances[1]}."))
+    if sides is not None and isinstance(outcome, V5Outcome):
+        winner = sides.actor_name if outcome.verdict.win else sides.opponent_name
+        body += [
+            BR,
+            Text(f"Contest (after {ctx.message.display_name}'s Willpower re-roll): "),
+            bold(winner),
+            Text(" wins."),
+        ]
     return Reply(body, meta={"variant": variant.name})
 
 
@@ -104,6 +153,8 @@ async def _reroll_chances(variant: V5Variant, request: RerollRequest) -> tuple[s
         after = await off_loop(variant.odds, request)
     except UsageError:
         return None
+    if request.side == "opponent":  # the answerer's chance is the challenger's to lose
+        return percent(1 - before.win), percent(1 - after.win)
     return percent(before.win), percent(after.win)
 
 
@@ -113,8 +164,7 @@ async def odds(ctx: CommandContext) -> Reply:
     if [word.lower() for word in tokens(ctx.args)] != ["reroll"]:
         return await odds_reply(ctx)
     variant = _variant(ctx)
-    state = ctx.state(f"variant.{variant.name}")
-    record = await state.get(LAST_ROLL.format(user=ctx.message.user))
+    record = await _last_roll(ctx, variant)
     lines: list[Node] = []
     buttons: list[Button] = []
     refusals: list[str] = []
@@ -130,14 +180,28 @@ async def odds(ctx: CommandContext) -> Reply:
             assert isinstance(first, V5Outcome)
             roll = first
         after = await off_loop(variant.odds, request)
-        dice = " ".join(str(roll.faces[index]) for index in request.indexes)
-        lines += [BR, bold(label), Text(f" ({dice}): chance of success {percent(after.win)}")]
-        lines.append(Text(f", of a critical {percent(_criticals(after))}"))
+        mine = roll.opponent if request.side == "opponent" else roll.actor
+        regular = mine.regular if mine is not None else ()
+        dice = " ".join(str(regular[index]) for index in request.indexes)
+        if request.side == "opponent":  # the answerer wins when the challenger does not
+            chance = f"chance of winning the contest {percent(1 - after.win)}"
+            lines += [BR, bold(label), Text(f" ({dice}): {chance}")]
+        else:
+            lines += [BR, bold(label), Text(f" ({dice}): chance of success {percent(after.win)}")]
+            lines.append(Text(f", of a critical {percent(_criticals(after))}"))
         buttons.append(Button(label, f"!reroll {choice.value}"))
     if roll is None:  # no strategy applies: say why (the first reason is about the roll itself)
         raise UsageError(refusals[0], usage=REROLL_ODDS_USAGE)
     head: list[Node] = [bold("Willpower re-roll odds"), Text(" for your last roll, now a ")]
-    head += [bold(roll.outcome.replace("_", " ")), Text(f" ({plural(roll.successes, 'success')})")]
+    if isinstance(record, dict) and record.get("side") == "opponent" and roll.opponent:
+        result = "lost" if roll.verdict.win else "won"
+        head += [
+            bold(f"{result} contest"),
+            Text(f" ({plural(roll.opponent.successes, 'success')})"),
+        ]
+    else:
+        result = roll.outcome.replace("_", " ")
+        head += [bold(result), Text(f" ({plural(roll.successes, 'success')})")]
     if ctx.line.comment:
         head += [Text(" — "), italic(ctx.line.comment)]
     body = [*head, *lines, BR, Actions(tuple(buttons))]

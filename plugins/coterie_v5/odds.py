@@ -318,7 +318,10 @@ def odds(
             )
         dist = contest_odds(actor.regular_dice, actor.hunger_dice, request.versus.pool)
         roll = f"{side_text(actor)} vs {side_text(request.versus)}"
-        return replace(dist, variant=variant.name, roll=roll)
+        win = dist.win  # a win is a result the actor gets with at least the opposition's count
+        events = (("you prevail", win), ("the opposition prevails", 1 - win))
+        note = "Ties go to you (the actor); the opposition's Hunger does not change its successes."
+        return replace(dist, variant=variant.name, roll=roll, events=events, note=note)
     assert request.difficulty is not None
     if plan and actor.tracker is not None:
         raise UsageError(f"Willpower cannot re-roll a tracker roll ({actor.tracker.title()})")

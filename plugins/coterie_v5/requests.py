@@ -117,14 +117,17 @@ class RouseRequest:
 
 @dataclass(frozen=True)
 class RerollRequest:
-    """A Willpower re-roll of some of the actor's regular dice of an earlier roll."""
+    """A Willpower re-roll of some of one side's regular dice of an earlier roll."""
 
     base: V5Request
     #: every face of the earlier roll, in the order rolled
     faces: tuple[int, ...]
-    #: which of the actor's regular dice are re-rolled (indexes into them)
+    #: which of the side's regular dice are re-rolled (indexes into them)
     indexes: tuple[int, ...]
     strategy: rules.Strategy
+    #: whose dice: ``"actor"``, or ``"opponent"`` (the answerer's side of a contest between two
+    #: chat users, each of whom may re-roll only their own dice)
+    side: str = "actor"
 
 
 def side_text(side: Side) -> str:

@@ -6,6 +6,7 @@ requests and faces into outcomes, and outcomes into replies and the JSON contrac
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar
@@ -20,6 +21,7 @@ from coterie.framework.variant import (
     Outcome,
     RollContext,
     RoomSettings,
+    SidePart,
     Standing,
     Variant,
 )
@@ -217,6 +219,10 @@ class V5Outcome(Outcome):
     previous: tuple[int, ...] = ()
     strategy: rules.Strategy | None = None
     variant: str = NAME
+    #: whose dice the Willpower re-roll took: ``"actor"`` or ``"opponent"`` (a contest)
+    rerolled_side: str = "actor"
+    #: a contest between two chat users: the challenger's and the answerer's names
+    names: tuple[str, str] | None = None
 
     @property
     def faces(self) -> tuple[int, ...]:  # type: ignore[override]
@@ -226,6 +232,20 @@ class V5Outcome(Outcome):
     @property
     def hunger_faces(self) -> tuple[int, ...]:
         return self.actor.hunger if self.actor else ()
+
+    @property
+    def rolled_faces(self) -> tuple[int, ...]:
+        """The actor's regular dice, then their Hunger dice (for the roll log)."""
+        return self.actor.faces if self.actor else ()
+
+    @property
+    def hunger_dice(self) -> int:
+        return len(self.hunger_faces)
+
+    @property
+    def rerolled_dice(self) -> rules.Dice | None:
+        """The dice of the side the Willpower re-roll took."""
+        return self.opponent if self.rerolled_side == "opponent" else self.actor
 
     @property
     def all_faces(self) -> tuple[int, ...]:
@@ -489,41 +509,79 @@ class V5Variant(Variant[Request, AnyOutcome]):
         base = request.base
         if len(request.faces) != base.dice:
             raise UsageError(f"the earlier roll had {base.dice} dice, not {len(request.faces)}")
-        regular = base.actor.regular_dice
+        start, regular = 0, base.actor.regular_dice
+        if request.side == "opponent":
+            if base.versus is None:
+                raise UsageError("the earlier roll had no opposing side")
+            start, regular = base.actor.pool, base.versus.regular_dice
         if any(not 0 <= index < regular for index in request.indexes):
             raise UsageError("only the earlier roll's regular dice can be re-rolled")
-        old = request.faces[:regular]
-        faces = rules.reroll(old, request.indexes, new) + request.faces[regular:]
+        old = request.faces[start : start + regular]
+        faces = (
+            request.faces[:start]
+            + rules.reroll(old, request.indexes, new)
+            + request.faces[start + regular :]
+        )
         outcome = self._roll(base, faces)
         return replace(
             outcome,
             rerolled=request.indexes,
             previous=tuple(old[i] for i in request.indexes),
             strategy=request.strategy,
+            rerolled_side=request.side,
         )
 
     # --- room state: the last roll of each player, for !reroll -------------------------------
 
     async def settle(self, outcome: AnyOutcome, context: RollContext) -> AnyOutcome:
-        """Remember the caller's last roll in the room, so ``!reroll`` can find it."""
+        """Remember each roller's last roll in the room, with when and in which session it was
+        made, so ``!reroll`` can find it (and refuse it once it lapsed). A contest between two
+        chat users is remembered for both players, each with their own side."""
         if context.state is None:
             return outcome
+        stamp: dict[str, Any] = {"time": time.time(), "session": context.session}
         record: dict[str, Any]
         if isinstance(outcome, RouseOutcome):
-            record = {"kind": "check", "check": "rouse"}
-        else:
-            record = {
-                "kind": "roll",
-                "request": outcome.request.to_json(),
-                "faces": list(outcome.all_faces),
-                "rerolled": outcome.strategy is not None,
-            }
-        await context.state.set(LAST_ROLL.format(user=context.user), record)
+            record = {"kind": "check", "check": "rouse", **stamp}
+            await context.state.set(LAST_ROLL.format(user=context.user), record)
+            return outcome
+        roll: dict[str, Any] = {
+            "kind": "roll",
+            "request": outcome.request.to_json(),
+            "faces": list(outcome.all_faces),
+            **stamp,
+        }
+        if context.contest is None or context.opponent is None or outcome.opponent is None:
+            record = {**roll, "rerolled": outcome.strategy is not None}
+            await context.state.set(LAST_ROLL.format(user=context.user), record)
+            return outcome
+        contest = {k: v for k, v in context.contest.items() if k != "only"}
+        users = {"actor": context.user, "opponent": context.opponent}
+        rerolled = {"actor": False, "opponent": False}
+        if outcome.strategy is not None:  # a re-roll by one side: keep what the other did
+            mine = await context.state.get(LAST_ROLL.format(user=users[outcome.rerolled_side]))
+            if isinstance(mine, dict) and isinstance(mine.get("rerolled"), dict):
+                rerolled.update(mine["rerolled"])
+            rerolled[outcome.rerolled_side] = True
+        for side, user in users.items():
+            key = LAST_ROLL.format(user=user)
+            if outcome.strategy is not None and outcome.rerolled_side != side:
+                theirs = await context.state.get(key)
+                same = isinstance(theirs, dict) and (theirs.get("contest") or {}).get("contest")
+                if same != contest["contest"]:
+                    continue  # the other player has rolled since: their last roll is not this
+                stamp_kept = {"time": theirs.get("time"), "session": theirs.get("session")}
+                record = {**roll, **stamp_kept}
+            else:
+                record = dict(roll)
+            record.update(side=side, contest=contest, rerolled=rerolled)
+            await context.state.set(key, record)
         return outcome
 
     def reroll_request(self, record: Any, strategy: rules.Strategy) -> RerollRequest:
         """The Willpower re-roll of the last roll ``record`` (as :meth:`settle` stored it), or a
-        friendly error saying why that roll cannot be re-rolled this way."""
+        friendly error saying why that roll cannot be re-rolled this way. In a contest between
+        two chat users the record says whose side the caller rolled: only those dice."""
         if record is None:
             raise UsageError("you have no roll in this room to re-roll yet: roll first")
         if not isinstance(record, dict) or record.get("kind") not in ("roll", "check"):
@@ -532,7 +590,10 @@ class V5Variant(Variant[Request, AnyOutcome]):
             raise UsageError(
                 "Willpower cannot re-roll a check, and your last roll was a rouse check"
             )
-        if record.get("rerolled"):
+        side = record.get("side", "actor")
+        rerolled = record.get("rerolled")
+        done = rerolled.get(side) if isinstance(rerolled, dict) else side == "actor" and rerolled
+        if done:
             raise UsageError(
                 "your last roll was already re-rolled with Willpower; a roll is re-rolled only once"
             )
@@ -541,24 +602,32 @@ class V5Variant(Variant[Request, AnyOutcome]):
             faces = tuple(int(face) for face in record["faces"])
         except (KeyError, TypeError, ValueError):
             raise UsageError("I cannot read your last roll any more; please roll again") from None
-        if len(faces) != base.dice:
+        if len(faces) != base.dice or side not in ("actor", "opponent"):
+            raise UsageError("I cannot read your last roll any more; please roll again")
+        if side == "opponent" and base.versus is None:
             raise UsageError("I cannot read your last roll any more; please roll again")
         if base.automatic:
             raise UsageError(
                 "your last roll was an automatic win: no dice were rolled, so none can be re-rolled"
             )
-        if base.actor.tracker is not None:
+        mine = base.versus if side == "opponent" and base.versus is not None else base.actor
+        if mine.tracker is not None:
             raise UsageError(
                 "Willpower cannot re-roll a tracker roll, and your last roll was on "
-                f"{base.actor.tracker.title()}"
+                f"{mine.tracker.title()}"
             )
         outcome = self._roll(base, faces)
         assert outcome.actor is not None
-        problem = rules.reroll_problem(outcome.actor, outcome.verdict.difficulty, strategy)
+        if side == "opponent":
+            assert outcome.opponent is not None
+            dice_, needed = outcome.opponent, outcome.actor.successes + 1  # ties go to the actor
+        else:
+            dice_, needed = outcome.actor, outcome.verdict.difficulty
+        problem = rules.reroll_problem(dice_, needed, strategy)
         if problem is not None:
             raise UsageError(problem)
-        indexes = rules.reroll_indexes(outcome.actor.regular, strategy)
-        return RerollRequest(base=base, faces=faces, indexes=indexes, strategy=strategy)
+        indexes = rules.reroll_indexes(dice_.regular, strategy)
+        return RerollRequest(base=base, faces=faces, indexes=indexes, strategy=strategy, side=side)
 
     def compose(self, outcomes: Sequence[AnyOutcome], who: str, comment: str | None) -> list[Node]:
         """The usual reply, plus buttons for the Willpower re-rolls the last roll allows."""
@@ -575,9 +644,33 @@ class V5Variant(Variant[Request, AnyOutcome]):
 
     team_mode = "dice"
 
+    #: V5 has no botch: ``!stats`` counts its own notable results instead
+    tallies: ClassVar[tuple[tuple[str, str], ...]] = (
+        (rules.Result.BESTIAL_FAILURE.value, "bestial failure"),
+        (rules.Result.MESSY_CRITICAL.value, "messy critical"),
+        (rules.Result.TOTAL_FAILURE.value, "total failure"),
+    )
+
     def is_botch(self, outcome: AnyOutcome) -> bool:
-        """V5 has no botch; its worst result, a bestial failure, counts as one in ``!stats``."""
-        return outcome.outcome == rules.Result.BESTIAL_FAILURE.value
+        """V5 has no botch (a bestial failure is its own result, counted as such in ``!stats``)."""
+        return False
+
+    def name_sides(self, outcome: AnyOutcome, actor: str, opponent: str) -> AnyOutcome:
+        if isinstance(outcome, V5Outcome):
+            return replace(outcome, names=(actor, opponent))
+        return outcome
+
+    def contest_sides(self, outcome: AnyOutcome) -> tuple[SidePart, SidePart] | None:
+        """Each side's regular then Hunger dice; the answerer's own result is judged as if they
+        needed one success more than the challenger (ties go to the challenger)."""
+        if not isinstance(outcome, V5Outcome) or outcome.actor is None or outcome.opponent is None:
+            return None
+        mine, theirs = outcome.actor, outcome.opponent
+        own = rules.judge(theirs, mine.successes + 1).result
+        return (
+            SidePart(mine.faces, mine.successes, outcome.outcome, hunger=len(mine.hunger)),
+            SidePart(theirs.faces, theirs.successes, str(own), hunger=len(theirs.hunger)),
+        )
 
     def prepare_helpers(self, parsed: Parsed, helpers: int) -> None:
         if "team" in parsed.values:
@@ -651,6 +744,11 @@ def build_side(parsed: Parsed, *, opposing: bool) -> Side:
         raise UsageError(f"a Trait has no negative dots: `{written}` is not a pool")
     first = written.terms[0].trait
     tracker = first if first in rules.TRACKERS else None
+    if tracker is not None and parsed.flag("specialty"):
+        raise UsageError(
+            f"a specialty belongs to a Skill, and a {tracker.title()} roll uses none: leave out "
+            "`spec`"
+        )
     if opposing and "difficulty" in parsed.values:
         raise UsageError(
             "the opposition has no Difficulty in a contest: both sides count successes"
@@ -763,14 +861,20 @@ def _pairs_text(pairs: int) -> str:
     return "a pair of 10s: +2" if pairs == 1 else f"{pairs} pairs of 10s: +{2 * pairs}"
 
 
-def verdict_nodes(verdict: rules.Verdict, pairs: int, contest: bool) -> list[Node]:
+def verdict_nodes(
+    verdict: rules.Verdict, pairs: int, contest: bool, actor: str | None = None
+) -> list[Node]:
     """The result line: win, critical, messy critical, failure, bestial or total failure."""
     counted = plural(verdict.successes, "success")
     if contest:
         counted += f" against {verdict.difficulty}"
     short = -verdict.margin
     cost = " The Storyteller may offer a win at a cost." if verdict.win_at_cost else ""
-    tie = " (a tie goes to you)" if contest and verdict.win and verdict.margin == 0 else ""
+    tie = (
+        f" (a tie goes to {actor or 'you'})"
+        if contest and verdict.win and verdict.margin == 0
+        else ""
+    )
     result = verdict.result
     if result is rules.Result.MESSY_CRITICAL:
         return [
@@ -811,21 +915,32 @@ def render(outcome: V5Outcome) -> list[Node]:
             ),
         ]
     body: list[Node] = []
+    names = outcome.names
+    mine = outcome.rerolled if outcome.rerolled_side == "actor" else ()
     if outcome.opponent is not None and request.versus is not None:
-        body += [Text(f"{side_text(actor)}: ")]
-        body += _face_nodes(outcome.actor, verdict, outcome.rerolled)
+        theirs = outcome.rerolled if outcome.rerolled_side == "opponent" else ()
+        label = f"{names[0]}, " if names else ""
+        body += [Text(f"{label}{side_text(actor)}: ")]
+        body += _face_nodes(outcome.actor, verdict, mine)
         opponent_verdict = rules.judge(outcome.opponent, 0)
-        body += [BR, Text(f"Opposition, {side_text(request.versus)}: ")]
-        body += _face_nodes(outcome.opponent, opponent_verdict)
+        label = f"{names[1]}, " if names else "Opposition, "
+        body += [BR, Text(f"{label}{side_text(request.versus)}: ")]
+        body += _face_nodes(outcome.opponent, opponent_verdict, theirs)
         body += [Text(f" — {plural(outcome.opponent.successes, 'success')}")]
     else:
         assert request.difficulty is not None
         body += [Text(f"{side_text(actor)}, {difficulty_text(request.difficulty)}: ")]
-        body += _face_nodes(outcome.actor, verdict, outcome.rerolled)
-    body += [BR, *verdict_nodes(verdict, outcome.actor.pairs, outcome.opponent is not None)]
+        body += _face_nodes(outcome.actor, verdict, mine)
+    contest = outcome.opponent is not None
+    body += [
+        BR,
+        *verdict_nodes(verdict, outcome.actor.pairs, contest, names[0] if names else None),
+    ]
     if outcome.strategy is not None:
         before = " ".join(str(face) for face in outcome.previous)
-        after = " ".join(str(outcome.faces[index]) for index in outcome.rerolled)
+        rerolled = outcome.rerolled_dice
+        regular = rerolled.regular if rerolled is not None else ()
+        after = " ".join(str(regular[index]) for index in outcome.rerolled)
         body += [
             BR,
             Text(f"Willpower re-roll ({outcome.strategy}): {before} → {after}. "),

@@ -368,7 +368,7 @@ class Coterie:
             return error_reply(
                 f"that message is {len(text)} characters long; "
                 f"commands may be at most {limits.max_message_length}",
-                usage=localise(command.usage, settings.prefix) if command else None,
+                usage=localise(command.usage_in(variant), settings.prefix) if command else None,
             )
         if command is None:
             return self._unknown_command(line, settings)
@@ -376,7 +376,7 @@ class Coterie:
             return error_reply(
                 f"that comment is {len(line.comment)} characters long; "
                 f"comments may be at most {limits.max_comment_length}",
-                usage=localise(command.usage, settings.prefix),
+                usage=localise(command.usage_in(variant), settings.prefix),
             )
         context = CommandContext(self, message, line, settings, variant, self.dice)
         return await self._run(command, context)
@@ -418,7 +418,7 @@ class Coterie:
                 reply = await self._call(command, context)
         except UsageError as error:
             prefix = context.settings.prefix
-            usage = localise(error.usage or command.usage, prefix)
+            usage = localise(error.usage or command.usage_in(context.variant), prefix)
             hint = error.hint.replace("`!", f"`{prefix}") if error.hint else None
             return error_reply(error.message, usage=usage, hint=hint)
         except Exception:

@@ -6,14 +6,14 @@ import logging
 import re
 import secrets
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from coterie.dice.sources import DiceSource
 from coterie.errors import UsageError
 from coterie.framework.grammar import CommandLine, Parsed, parse, tokens
 from coterie.framework.message import Message
-from coterie.framework.variant import Outcome, RollContext, RoomSettings, Variant
+from coterie.framework.variant import Outcome, RollContext, RoomSettings, SidePart, Variant
 from coterie.render.elements import Node, Reply
 from coterie.storage.state import RollRecord, RoomState, StateStore, Transaction
 
@@ -24,6 +24,22 @@ log = logging.getLogger("coterie")
 
 #: the largest pool whose expected successes are worked out for the roll log at roll time
 EXPECTED_MAX_DICE = 40
+
+
+@dataclass(frozen=True)
+class ContestSides:
+    """Whose dice are whose in a contest roll between two chat users: the challenger rolls the
+    request's actor side, the answerer its ``versus`` side. Kept as JSON by rule sets that
+    remember rolls (``dataclasses.asdict``)."""
+
+    contest: str  #: the contest's id
+    actor: str  #: the challenger's user key
+    actor_name: str
+    actor_request: str  #: the challenger's ``!contest`` message, for the roll log
+    opponent: str  #: the answerer's user key
+    opponent_name: str
+    #: ``"actor"`` or ``"opponent"``: only that side rolled (a re-roll of one side's dice)
+    only: str | None = None
 
 
 @dataclass
@@ -63,21 +79,27 @@ class CommandContext:
         changes land together, and none of them when it answers with an error."""
         return RoomState(self.store, owner, self.message.room_key)
 
-    async def roll(self, request: Any) -> Outcome:
+    async def roll(self, request: Any, sides: ContestSides | None = None) -> Outcome:
         """Roll a request of the room's variant the way ``!roll`` does: draw the faces, evaluate,
         settle room rules (e.g. a free botch), log it in the roll log, and notify
-        ``coterie_after_roll``. Commands that roll should always come through here."""
+        ``coterie_after_roll``. Commands that roll should always come through here. A contest
+        between two chat users gives its ``sides``: each side's dice are then settled and
+        logged as its own player's."""
         variant = self.variant
         outcome: Outcome = variant.roll(request, self.dice)
         context = RollContext(
             settings=self.settings,
-            user=self.message.user,
+            user=sides.actor if sides else self.message.user,
             room=self.message.room_key,
             state=self.state(f"variant.{variant.name}"),
             session=self.session,
+            opponent=sides.opponent if sides else None,
+            contest=asdict(sides) if sides else None,
         )
         outcome = await variant.settle(outcome, context)
-        await self._log(request, outcome)
+        if sides is not None:
+            outcome = variant.name_sides(outcome, sides.actor_name, sides.opponent_name)
+        await self._log(request, outcome, sides)
         await self.app.host.call_async(
             "coterie_after_roll",
             app=self.app,
@@ -87,26 +109,92 @@ class CommandContext:
         )
         return outcome
 
-    async def _log(self, request: Any, outcome: Outcome) -> None:
+    def _next_id(self) -> str:
         if self.roll_id is None:
             self.roll_id = new_roll_id()
         self.rolls += 1
+        return self.roll_id if self.rolls == 1 else f"{self.roll_id}-{self.rolls}"
+
+    async def _log(self, request: Any, outcome: Outcome, sides: ContestSides | None = None) -> None:
+        parts = self.variant.contest_sides(outcome) if sides is not None else None
+        if sides is not None and parts is not None:
+            await self._log_sides(request, outcome, sides, parts)
+            return
         record = RollRecord(
-            id=self.roll_id if self.rolls == 1 else f"{self.roll_id}-{self.rolls}",
+            id=self._next_id(),
             room=self.message.room_key,
             user=self.message.user,
             display_name=self.message.display_name,
             variant=self.variant.name,
             request=shorten_request(self.message.text),
-            faces=list(outcome.faces),
+            faces=list(outcome.rolled_faces),
             outcome=outcome.outcome,
             successes=outcome.successes,
             botch=self.variant.is_botch(outcome),
             expected=expected_successes(self.variant, request),
             session=self.session,
-            detail=self._detail(outcome),
+            detail={**self._detail(outcome), "hunger_dice": outcome.hunger_dice},
         )
         await self.store.log_roll(record)
+
+    async def _log_sides(
+        self,
+        request: Any,
+        outcome: Outcome,
+        sides: ContestSides,
+        parts: tuple[SidePart, SidePart],
+    ) -> None:
+        """One record per side of a contest, each under its own player, linked by the contest
+        id: ``won``, ``lost`` or ``standoff`` once the contest is decided, else (an extended
+        contest goes on, or the rule set reports no standing) the side's own result. The
+        ``detail`` is the whole roll's JSON, with ``contest`` saying which side this is."""
+        standing = self.variant.contest_standing(outcome)
+        winner = None if standing is None else standing.winner
+        decided = standing is not None and not standing.open
+        written = shorten_request(self.message.text)
+        actor_text = written if sides.only == "actor" else sides.actor_request
+        rows = (
+            ("actor", sides.actor, sides.actor_name, actor_text, parts[0], sides.opponent),
+            ("opponent", sides.opponent, sides.opponent_name, written, parts[1], sides.actor),
+        )
+        for side, user, name, text, part, other in rows:
+            if sides.only is not None and side != sides.only:
+                continue
+            if not decided:
+                result = part.outcome
+            elif winner in ("actor", "opponent"):
+                result = "won" if winner == side else "lost"
+            else:
+                result = "standoff"
+            contest = {
+                "id": sides.contest,
+                "side": side,
+                "with": other,
+                "result": result,
+                "own": part.outcome,
+                "hunger": part.hunger,
+            }
+            await self.store.log_roll(
+                RollRecord(
+                    id=self._next_id(),
+                    room=self.message.room_key,
+                    user=user,
+                    display_name=name,
+                    variant=self.variant.name,
+                    request=text,
+                    faces=list(part.faces),
+                    outcome=result,
+                    successes=part.successes,
+                    botch=part.botch,
+                    expected=None,
+                    session=self.session,
+                    detail={
+                        **self._detail(outcome),
+                        "hunger_dice": part.hunger,
+                        "contest": contest,
+                    },
+                )
+            )
 
     def _detail(self, outcome: Outcome) -> dict[str, Any]:
         """The logged detail: the outcome's JSON, marked secret and with its scene."""
@@ -264,10 +352,17 @@ class Command:
     #: whether a rule set can do what this command does (``None``: every one can); ``!help``
     #: lists it only in rooms whose rule set can (e.g. ``!extended`` needs extended actions)
     supports: Callable[[Variant[Any, Any]], bool] | None = field(default=None, compare=False)
+    #: the usage line in a room on a given rule set, when it depends on the rule set's grammar
+    #: (``!resist``: a V5 pool takes Hunger, a revised one a difficulty); else :attr:`usage`
+    usage_for: Callable[[Variant[Any, Any]], str] | None = field(default=None, compare=False)
 
     @property
     def names(self) -> tuple[str, ...]:
         return (self.name, *self.aliases)
+
+    def usage_in(self, variant: Variant[Any, Any]) -> str:
+        """The usage line shown in a room on ``variant``."""
+        return self.usage if self.usage_for is None else self.usage_for(variant)
 
     def available_in(self, variant: str) -> bool:
         return not self.variants or variant in self.variants

@@ -84,6 +84,17 @@ class Outcome(ABC):
         """Variant-specific keys added to the JSON object."""
         return {}
 
+    @property
+    def rolled_faces(self) -> tuple[int, ...]:
+        """Every face of the roller's own dice, for the roll log (a rule set whose
+        :attr:`faces` leave some out, such as V5's Hunger dice, overrides this)."""
+        return self.faces
+
+    @property
+    def hunger_dice(self) -> int:
+        """How many of the last :attr:`rolled_faces` are Hunger dice (V5); 0 elsewhere."""
+        return 0
+
     def as_json(self) -> dict[str, Any]:
         """The machine interface object (a stable contract; see ``docs/cli.md``)."""
         return {
@@ -111,6 +122,25 @@ class RollContext:
     state: Any = None
     #: the id of the session open in the room (``!session start``), if any
     session: str | None = None
+    #: in a contest between two chat users: the answering player (``user`` is then the
+    #: challenger, whose pool is the request's actor side)
+    opponent: str | None = None
+    #: that contest's sides as JSON (:class:`coterie.framework.commands.ContestSides`), for a
+    #: rule set that remembers the roll for later (V5's Willpower re-roll)
+    contest: Mapping[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class SidePart:
+    """One side's share of a contest roll, for the roll log: its own faces (regular then
+    Hunger), its successes and result, whether it botched (a free botch does not count) and how
+    many of its last faces are Hunger dice."""
+
+    faces: tuple[int, ...]
+    successes: int
+    outcome: str
+    botch: bool = False
+    hunger: int = 0
 
 
 @dataclass(frozen=True)
@@ -188,6 +218,11 @@ class Variant(ABC, Generic[RequestT, OutcomeT]):
     #: the successes add up (:meth:`team` gives the verdict), ``"dice"`` when helpers add dice
     #: to the leader's one roll (:meth:`prepare_helpers`), ``None`` without teamwork
     team_mode: ClassVar[str | None] = None
+    #: a contest between chat users may have a TARGET (extended, or a d6 seesaw)
+    extended_contests: ClassVar[bool] = False
+    #: the notable results ``!stats`` counts for this rule set: (outcome name, label); the name
+    #: ``botch`` counts the rolls :meth:`is_botch` flags
+    tallies: ClassVar[tuple[tuple[str, str], ...]] = (("botch", "botch"),)
 
     @abstractmethod
     def build(self, parsed: Parsed, settings: RoomSettings) -> RequestT:
@@ -242,6 +277,11 @@ class Variant(ABC, Generic[RequestT, OutcomeT]):
     def team(self, outcomes: Sequence[OutcomeT]) -> list[Node]:
         """The teamwork line for the members' rolled outcomes (after :meth:`check_team`)."""
         return []
+
+    def degree_label(self, successes: int) -> str | None:
+        """The rule set's word for a total of ``successes`` (teamwork over several messages
+        without a target), e.g. ``Exceptional``; ``None`` when it has none."""
+        return None
 
     # --- actions that span messages (core's !extended, !team start, !contest, retry NAME) -----
 
@@ -304,6 +344,17 @@ class Variant(ABC, Generic[RequestT, OutcomeT]):
         from coterie.errors import UsageError
 
         raise UsageError(f"the {self.name} rules have no initiative yet")
+
+    def contest_sides(self, outcome: OutcomeT) -> tuple[SidePart, SidePart] | None:
+        """The challenger's and the answerer's parts of a contest roll, so that each is logged
+        under its own player; ``None`` logs the roll as one record (a rule set without
+        contests between chat users)."""
+        return None
+
+    def name_sides(self, outcome: OutcomeT, actor: str, opponent: str) -> OutcomeT:
+        """``outcome`` of a contest between two chat users, told the players' names so that its
+        reply names them instead of saying "you" and "the opposition"; default: unchanged."""
+        return outcome
 
     def room_difficulty(self, settings: RoomSettings) -> int | None:
         """The room's default difficulty when it fits this rule set, else the rule set's own

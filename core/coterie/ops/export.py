@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from coterie.framework.sessions import SESSIONS
-from coterie.storage.state import RollRecord, StateStore
+from coterie.storage.state import RollRecord, StateStore, faces_text
 
 OUTSIDE = "Outside sessions"
 
@@ -127,7 +127,7 @@ def _table(records: list[RollRecord]) -> list[str]:
     ]
     for r in records:
         who = r.display_name or r.user
-        faces = " ".join(str(face) for face in r.faces)
+        faces = faces_text(r)
         result = result_text(r) + (" — secret" if r.detail.get("secret") else "")
         lines.append(
             f"| {iso(r.time)} | {_cell(r.id)} | {_cell(who)} | {_cell(r.request)} "

@@ -1,17 +1,26 @@
-"""Contests between two chat users: ``!contest @USER POOL [DIFF] [TARGET]``, answered by that
-user's ``!resist POOL [DIFF]``; with a TARGET the contest is extended (or a d6 seesaw) and goes on
-turn by turn. The rules come from the room's rule set
-(:meth:`~coterie.framework.variant.Variant.prepare_contest`). A built-in plugin."""
+"""Contests between two chat users: ``!contest @USER POOL [TARGET]``, answered by that user's
+``!resist POOL``; with a TARGET the contest is extended (or a d6 seesaw) and goes on turn by turn.
+The rules come from the room's rule set
+(:meth:`~coterie.framework.variant.Variant.prepare_contest`), and so do the usage lines (a V5
+pool takes Hunger, a revised one a difficulty). Each side's dice are settled and logged as its own
+player's (:class:`~coterie.framework.commands.ContestSides`). A built-in plugin."""
 
 from __future__ import annotations
 
+import re
 import time
 from typing import Any
 
 from coterie.errors import UsageError
-from coterie.framework.commands import Command, CommandContext, new_roll_id
+from coterie.framework.commands import (
+    Command,
+    CommandContext,
+    ContestSides,
+    new_roll_id,
+    shorten_request,
+)
 from coterie.framework.grammar import Parsed, parse, shorten, tokens
-from coterie.framework.variant import Standing
+from coterie.framework.variant import Standing, Variant
 from coterie.hookimpl import hookimpl
 from coterie.play.common import MAX_CONTESTS, actions_state, whole_number
 from coterie.play.rooms import is_mention, is_storyteller, mention_key, mentions, names_person
@@ -27,17 +36,40 @@ CONTEST_USAGE = "!contest @USER POOL [DIFFICULTY] [TARGET] | cancel [@USER] | st
 
 RESIST_USAGE = "!resist POOL [DIFFICULTY]"
 
+#: the parts of a rule set's ``vs`` usage a contest between chat users keeps for itself
+_CONTEST_OWNED = re.compile(r"\s*\[(?:progress|to) [A-Z]+\]")
+
+
+def _side_usage(variant: Variant[Any, Any]) -> str:
+    """One side's pool as the rule set's ``vs`` grammar writes it (``POOL [HUNGER] ...``)."""
+    versus = variant.grammar.versus
+    if versus is None:
+        return "POOL"
+    return _CONTEST_OWNED.sub("", versus.usage.removeprefix("vs ")).strip()
+
+
+def resist_usage(variant: Variant[Any, Any]) -> str:
+    """``!resist``'s usage line in a room on ``variant``."""
+    return f"!resist [@USER] {_side_usage(variant)}"
+
+
+def contest_usage(variant: Variant[Any, Any]) -> str:
+    """``!contest``'s usage line in a room on ``variant`` (TARGET only where contests may be
+    extended)."""
+    target = " [to TARGET]" if variant.extended_contests else ""
+    return f"!contest @USER {_side_usage(variant)}{target} | cancel [@USER] | status"
+
 
 # --- !contest @user / !resist ---------------------------------------------------------------------
 
 _TARGET_WORDS = ("to", "target", "goal")
 
 
-def _contest_target(words: list[str]) -> tuple[list[str], int | None]:
+def _contest_target(words: list[str], usage: str) -> tuple[list[str], int | None]:
     """Take ``to N`` (or ``target N``, ``goal N``) out of a contest's words."""
     for index, word in enumerate(words[:-1]):
         if word.lower() in _TARGET_WORDS:
-            target = whole_number(words[index + 1], "TARGET", 1, 100, CONTEST_USAGE)
+            target = whole_number(words[index + 1], "TARGET", 1, 100, usage)
             return words[:index] + words[index + 2 :], target
     return words, None
 
@@ -53,7 +85,8 @@ def _read_pool(ctx: CommandContext, words: list[str], versus: bool) -> Parsed:
 def _split_target(ctx: CommandContext, words: list[str]) -> tuple[list[str], int | None]:
     """The challenger's pool and the contest's TARGET: ``to N``, or a last bare number the rule
     set's grammar has no room for."""
-    words, target = _contest_target(words)
+    usage = contest_usage(ctx.variant)
+    words, target = _contest_target(words, usage)
     if target is not None:
         return words, target
     try:
@@ -62,7 +95,7 @@ def _split_target(ctx: CommandContext, words: list[str]) -> tuple[list[str], int
     except UsageError:
         if len(words) > 1 and words[-1].isdigit():
             _read_pool(ctx, words[:-1], versus=False)  # the error of the shorter pool, if any
-            return words[:-1], whole_number(words[-1], "TARGET", 1, 100, CONTEST_USAGE)
+            return words[:-1], whole_number(words[-1], "TARGET", 1, 100, usage)
         raise
 
 
@@ -96,12 +129,13 @@ async def contest(ctx: CommandContext) -> list[Node]:
     words = tokens(ctx.args)
     state = actions_state(ctx)
     prefix = ctx.settings.prefix
+    usage = contest_usage(ctx.variant)
     if not words or words[0].lower() == "status":
         open_ones = await _contests(state)
         if not open_ones:
             return [
                 Text("No contest is waiting. "),
-                code(f"{prefix}contest @USER POOL DIFF"),
+                code(f"{prefix}contest @USER {_side_usage(ctx.variant)}"),
                 Text(" challenges someone."),
             ]
         body: list[Node] = [bold("Contests")]
@@ -134,12 +168,12 @@ async def contest(ctx: CommandContext) -> list[Node]:
         if not mine and await is_storyteller(ctx):
             mine = open_ones
         if not mine:
-            raise UsageError("you have no contest waiting here", usage=CONTEST_USAGE)
+            raise UsageError("you have no contest waiting here", usage=usage)
         if len(mine) > 1:
             raise UsageError(
                 "you have several contests waiting; name the other side, e.g. "
                 "`!contest cancel @bob`",
-                usage=CONTEST_USAGE,
+                usage=usage,
             )
         await state.delete(f"contest:{mine[0]['id']}")
         return [
@@ -152,21 +186,15 @@ async def contest(ctx: CommandContext) -> list[Node]:
     if not is_mention(words[0]):
         raise UsageError(
             "whom do you challenge? Start with their @name, e.g. `!contest @bob 6 7`",
-            usage=CONTEST_USAGE,
+            usage=usage,
         )
     opponent = mention_key(words[0])
     if mentions(opponent, ctx.message):
         raise UsageError("you can't contest yourself")
     pool_words, target = _split_target(ctx, words[1:])
     if not pool_words:
-        raise UsageError("give your dice pool, e.g. `!contest @bob 6 7`", usage=CONTEST_USAGE)
-    # check now that a contest of this kind exists in these rules, with a stand-in opponent
-    ctx.variant.prepare_contest(
-        _read_pool(ctx, pool_words, versus=False),
-        _read_pool(ctx, pool_words[:1], versus=True),
-        target,
-        None,
-    )
+        raise UsageError("give your dice pool, e.g. `!contest @bob 6 7`", usage=usage)
+    _check_answerable(ctx, pool_words, target)
     open_ones = await _contests(state)
     same = next(
         (
@@ -191,6 +219,7 @@ async def contest(ctx: CommandContext) -> list[Node]:
         "standing": same.get("standing") if same else None,
         "variant": ctx.variant.name,
         "touched": time.time(),
+        "request": shorten_request(ctx.message.text),
     }
     await state.set(f"contest:{record['id']}", record)
     verb = "goes on" if same is not None and same.get("standing") else "is on"
@@ -202,9 +231,41 @@ async def contest(ctx: CommandContext) -> list[Node]:
             f" ({_standing_text(record)}): the contest {verb}. {record['opponent_name']} "
             "answers with "
         ),
-        code(f"{prefix}resist POOL [DIFFICULTY]"),
+        code(resist_usage(ctx.variant).replace("!", prefix, 1)),
         Text("."),
     ]
+
+
+#: the stand-in answer a challenge is checked against: one die, which every rule set's ``vs``
+#: grammar reads
+_STAND_IN = ["1"]
+
+
+def _check_answerable(ctx: CommandContext, pool_words: list[str], target: int | None) -> None:
+    """Refuse now a challenge nobody could answer: build the whole contest roll with a one-die
+    stand-in for the other side, so the rule set's own checks (V5: a contest has no
+    Difficulty) and the dice limit speak before the contest is stored."""
+    variant = ctx.variant
+    usage = contest_usage(variant)
+    try:
+        parsed = variant.prepare_contest(
+            _read_pool(ctx, pool_words, versus=False),
+            _read_pool(ctx, _STAND_IN, versus=True),
+            target,
+            None,
+        )
+        request = variant.build(parsed, ctx.settings)
+    except UsageError as error:
+        if error.usage is None or error.usage == variant.grammar.usage:
+            error.usage = usage
+        raise
+    most = ctx.app.config.limits.max_dice
+    if variant.dice_count(request) > most:
+        raise UsageError(
+            f"that pool leaves no room for the other side's dice: a roll may have at most "
+            f"{most} dice, both sides together",
+            usage=usage,
+        )
 
 
 async def resist(ctx: CommandContext) -> Reply:
@@ -228,7 +289,7 @@ async def resist(ctx: CommandContext) -> Reply:
     if len(waiting) > 1:
         raise UsageError(
             "several people challenge you; name one first, e.g. `!resist @alice 5 6`",
-            usage=RESIST_USAGE,
+            usage=resist_usage(variant),
         )
     one = waiting[0]
     if one["variant"] != variant.name:
@@ -237,7 +298,7 @@ async def resist(ctx: CommandContext) -> Reply:
             f"plays {variant.name}"
         )
     if not words:
-        raise UsageError("give your dice pool, e.g. `!resist 5 6`", usage=RESIST_USAGE)
+        raise UsageError("give your dice pool, e.g. `!resist 5`", usage=resist_usage(variant))
     standing = Standing(**one["standing"]) if one.get("standing") else None
     actor = _read_pool(ctx, tokens(one["pool"]), versus=False)
     opponent = _read_pool(ctx, words, versus=True)
@@ -248,7 +309,15 @@ async def resist(ctx: CommandContext) -> Reply:
         raise UsageError(
             f"that is {count} dice; a roll may have at most {ctx.app.config.limits.max_dice}"
         )
-    outcome = await ctx.roll(request)
+    sides = ContestSides(
+        contest=one["id"],
+        actor=one["challenger"],
+        actor_name=one["challenger_name"],
+        actor_request=one.get("request", "!contest"),
+        opponent=ctx.message.user,
+        opponent_name=ctx.message.display_name,
+    )
+    outcome = await ctx.roll(request, sides)
     who = f"{one['challenger_name']} vs {ctx.message.display_name}"
     body = variant.compose([outcome], who, ctx.line.comment)
     after = variant.contest_standing(outcome)
@@ -302,11 +371,13 @@ def coterie_commands() -> list[Command]:
                 "alice: !contest @bob {pool}\nbob: !resist {pool}",
                 "alice: !contest @bob {pool}\nalice: !contest status",
             ),
+            usage_for=contest_usage,
             handler=contest,
             details=(
-                "The other side answers with `!resist POOL [DIFFICULTY]`. With a TARGET (or "
-                "`to N`) the contest is extended and goes on turn by turn until someone gets "
-                f"there. A contest lapses after {CONTEST_TIMEOUT // 3600} hours without a roll."
+                "The other side answers with `!resist` and their own pool. Where the rules have "
+                "extended contests, `to N` makes the contest go on turn by turn until "
+                "someone gets there. Each side's dice are logged under its own player. A contest "
+                f"lapses after {CONTEST_TIMEOUT // 3600} hours without a roll."
             ),
         ),
         Command(
@@ -317,6 +388,7 @@ def coterie_commands() -> list[Command]:
                 "alice: !contest @bob {pool}\nbob: !resist {pool}",
                 "alice: !contest @bob {pool}\nbob: !resist 3",
             ),
+            usage_for=resist_usage,
             handler=resist,
         ),
     ]

@@ -61,7 +61,7 @@ def help_command(ctx: CommandContext) -> list[Node]:
         for word, meaning in variant.odds_options.items():
             body += [BR, code(word), Text(f" — {meaning}")]
         return [*body, *_examples(found, ctx)]
-    body = [code(localise(found.usage, prefix)), BR, Text(found.summary)]
+    body = [code(localise(found.usage_in(variant), prefix)), BR, Text(found.summary)]
     if found.details:
         body += [BR, Text(found.details)]
     return [*body, *_examples(found, ctx)]

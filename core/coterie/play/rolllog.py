@@ -18,7 +18,7 @@ from coterie.play.rooms import is_mention, is_storyteller, mention_key, names_pe
 from coterie.play.storyteller import revealed
 from coterie.render.elements import BR, Node, Private, Reply, Text, bold, code
 from coterie.rulekit.pools import plural
-from coterie.storage.state import RollRecord
+from coterie.storage.state import RollRecord, faces_text
 
 LOG_USAGE = "!log [N | ROLL-ID]"
 STATS_USAGE = "!stats [@USER]"
@@ -28,8 +28,7 @@ _ID = re.compile(r"[a-z2-9]{6}(?:-[0-9]{1,3})?")
 
 
 def _faces(record: RollRecord, limit: int = 20) -> str:
-    shown = " ".join(str(face) for face in record.faces[:limit])
-    return shown + (" …" if len(record.faces) > limit else "")
+    return faces_text(record, limit)
 
 
 def _result(record: RollRecord) -> str:
@@ -164,15 +163,49 @@ async def stats_command(ctx: CommandContext) -> list[Node]:
         per_user[record.user].append(record)
     body: list[Node] = [bold("Dice statistics"), Text(f" ({len(records)} rolls in this room)")]
     ranked = sorted(per_user.values(), key=len, reverse=True)
+    tallies = {name: variant.tallies for name, variant in ctx.app.variants.items()}
     for rolls in ranked[:MAX_LINES]:
-        body += [BR, *_user_line(rolls)]
+        body += [BR, *_user_line(rolls, tallies)]
     return body
 
 
-def _user_line(rolls: list[RollRecord]) -> list[Node]:
+#: what ``!stats`` counts for a roll of a rule set it does not know (any more)
+_BOTCHES = (("botch", "botch"),)
+
+
+def _own_result(record: RollRecord) -> str:
+    """The roll's own result: a contest side's record is ``won``/``lost``/``standoff``, and its
+    dice's own result is kept beside it."""
+    contest = record.detail.get("contest") if isinstance(record.detail, dict) else None
+    own = contest.get("own") if isinstance(contest, dict) else None
+    return own if isinstance(own, str) else record.outcome
+
+
+def _tally_text(
+    rolls: list[RollRecord], tallies: dict[str, tuple[tuple[str, str], ...]]
+) -> list[str]:
+    """``2 botches`` (d10 rule sets), ``1 bestial failure, 0 messy criticals, ...`` (V5): the
+    notable results of each rule set among the player's rolls, each counted once."""
+    kinds: dict[str, str] = {}
+    for record in rolls:
+        for name, label in tallies.get(record.variant, _BOTCHES):
+            kinds.setdefault(name, label)
+    texts = []
+    for name, label in kinds.items():
+        if name == "botch":
+            count = sum(1 for r in rolls if r.botch)
+        else:
+            count = sum(1 for r in rolls if _own_result(r) == name)
+        plural_label = label + ("es" if label.endswith("ch") else "s")
+        texts.append(f"{count} {label if count == 1 else plural_label}")
+    return texts
+
+
+def _user_line(
+    rolls: list[RollRecord], tallies: dict[str, tuple[tuple[str, str], ...]]
+) -> list[Node]:
     name = rolls[0].display_name
     successes = sum(max(0, r.successes) for r in rolls)
-    botches = sum(1 for r in rolls if r.botch)
     known = [r for r in rolls if r.expected is not None]
     line: list[Node] = [
         bold(name),
@@ -185,7 +218,7 @@ def _user_line(rolls: list[RollRecord]) -> list[Node]:
         line += [
             Text(f"; {got} vs {expected:.1f} expected over {plural(len(known), 'roll')}{ratio}")
         ]
-    line += [Text(f", {botches} botch{'es' if botches != 1 else ''}")]
+    line += [Text(", " + ", ".join(_tally_text(rolls, tallies)))]
     return line
 
 

@@ -1,8 +1,9 @@
 """Teamwork: ``!team POOL DIFF; POOL DIFF; ...`` in one message, or over several:
 ``!team start NAME [TARGET]``, helpers ``!roll ... for NAME`` (their successes add up, rule sets
 whose :attr:`~coterie.framework.variant.Variant.team_mode` is ``"sum"``) or ``!team join NAME``
-(each helper adds a die to the leader's roll, ``"dice"``, V5), ``!team end NAME``. A built-in
-plugin."""
+(each helper adds a die to the leader's roll, ``"dice"``, V5), ``!team end NAME``. A player may
+roll several times toward one action and is still one member; with a TARGET the verdict is
+whether the team reached it. A built-in plugin."""
 
 from __future__ import annotations
 
@@ -44,39 +45,77 @@ async def team_after(
         },
     ]
     action = {**action, "members": members}
-    outcomes = _replay(ctx, members)
     total = _team_total(members)
     body: list[Node] = [
         BR,
         bold(f"Teamwork {action['name']}"),
-        Text(f" ({plural(len(members), 'roll')}): "),
+        Text(f" ({_rolls_by(members)}): "),
+        *_team_verdict(ctx, action),
     ]
-    if action.get("target"):
-        body += [bold(f"{total}/{action['target']}"), Text(f" {bar(total, action['target'])} ")]
-    body += ctx.variant.team(outcomes) if outcomes else []
     if action.get("target") and total >= action["target"]:
-        body += [Text(" — the target is reached; the action is done.")]
+        body += [Text("; the action is done.")]
         await state.delete(f"team:{action['name']}")
     else:
         await state.set(f"team:{action['name']}", action)
     return body
 
 
-def _replay(ctx: CommandContext, members: list[dict[str, Any]]) -> list[Any]:
-    """The members' outcomes again, from what each wrote and the faces each rolled (the rules are
-    pure functions of both). A member whose roll no longer reads (the settings changed) is left
-    out of the verdict."""
+def _rolls_by(members: list[dict[str, Any]]) -> str:
+    """``3 rolls by 2 members``: a member is a player, however often they rolled."""
+    people = len({member["user"] for member in members})
+    return f"{plural(len(members), 'roll')} by {plural(people, 'member')}"
+
+
+def _team_verdict(ctx: CommandContext, action: dict[str, Any]) -> list[Node]:
+    """The teamwork line: the total and each member's share by name; with a target, whether the
+    team reached it (and by how much), else the rule set's word for the total; and who
+    botched, since one botch may spoil it for all."""
+    members = action["members"]
+    total = _team_total(members)
+    shares: dict[str, int] = {}
+    names: dict[str, str] = {}
+    for member in members:
+        shares[member["user"]] = shares.get(member["user"], 0) + max(0, member["successes"])
+        names[member["user"]] = member["name"]
+    each = ", ".join(f"{names[user]} {share}" for user, share in shares.items())
+    target = action.get("target")
+    line: list[Node]
+    if target:
+        line = [bold(f"{total}/{target}"), Text(f" {bar(total, target)} ({each}) — ")]
+        if total > target:
+            line.append(Text(f"the target is reached, {total - target} over"))
+        elif total == target:
+            line.append(Text("the target is reached exactly"))
+        else:
+            line.append(Text(f"{target - total} short of the target"))
+    else:
+        line = [Text("Teamwork: "), bold(plural(total, "success")), Text(f" ({each})")]
+        label = ctx.variant.degree_label(total)
+        if label:
+            line.append(Text(f" — {label}"))
+    botched = [names[member["user"]] for member, outcome in _replay(ctx, members) if outcome]
+    if botched:
+        who = ", ".join(dict.fromkeys(botched))
+        line.append(Text(f"; {who} botched, which may spoil it for all"))
+    return line
+
+
+def _replay(ctx: CommandContext, members: list[dict[str, Any]]) -> list[tuple[Any, bool]]:
+    """Each member's roll again, from what they wrote and the faces they rolled (the rules are
+    pure functions of both), with whether it botched. A roll that no longer reads (the settings
+    changed) counts as no botch."""
     variant = ctx.variant
     limits = ctx.app.config.limits
-    outcomes = []
+    found = []
     for member in members:
         try:
             parsed = parse(tokens(member["args"]), variant.grammar, max_options=limits.max_options)
             request = variant.build(parsed, ctx.settings)
-            outcomes.append(variant.evaluate(request, member["faces"]))
+            botch = variant.is_botch(variant.evaluate(request, member["faces"]))
         except (UsageError, ValueError):
-            continue
-    return outcomes
+            botch = False
+        found.append((member, botch))
+    return found
 
 
 # --- !team start ----------------------------------------------------------------------------------
@@ -98,15 +137,12 @@ async def team_action(ctx: CommandContext) -> list[Node]:
             one = await state.get(key)
             if one is None:
                 continue
-            members = one["members"] if variant.team_mode == "sum" else one["helpers"]
-            body += [
-                BR,
-                bold(one["name"]),
-                Text(
-                    f" led by {one['leader_name']}: {len(members)} "
-                    f"{'rolls' if variant.team_mode == 'sum' else 'helpers'}"
-                ),
-            ]
+            count = (
+                _rolls_by(one["members"])
+                if variant.team_mode == "sum"
+                else plural(len(one["helpers"]), "helper")
+            )
+            body += [BR, bold(one["name"]), Text(f" led by {one['leader_name']}: {count}")]
             if one.get("target"):
                 total = _team_total(one["members"])
                 body += [Text(" — "), bold(f"{total}/{one['target']}")]
@@ -188,14 +224,13 @@ async def team_action(ctx: CommandContext) -> list[Node]:
         await state.delete(f"team:{name}")
         if action == "cancel" or variant.team_mode == "dice":
             return [Text("Teamwork "), bold(name), Text(" cancelled.")]
-        outcomes = _replay(ctx, record["members"])
-        if not outcomes:
+        if not record["members"]:
             return [Text("Teamwork "), bold(name), Text(" ends with no rolls.")]
         return [
             Text("Teamwork "),
             bold(name),
-            Text(f" ends after {plural(len(outcomes), 'roll')}: "),
-            *variant.team(outcomes),
+            Text(f" ends after {_rolls_by(record['members'])}: "),
+            *_team_verdict(ctx, record),
         ]
     raise UsageError(f"unknown `{shorten(action)}`", usage=TEAM_START_USAGE)
 

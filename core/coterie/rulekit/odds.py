@@ -6,7 +6,7 @@ with the engine in :mod:`coterie.dice.odds`."""
 from __future__ import annotations
 
 import io
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Any
 
@@ -27,20 +27,42 @@ def successes_label(value: int) -> str:
     return f"{value} success" if value in (1, -1) else f"{value} successes"
 
 
+@dataclass(frozen=True)
+class OddsSummary:
+    """The figures every view of one distribution shows (the text answer, the chart's title and
+    legend, the chart's alt text), worked out once so that they cannot disagree."""
+
+    #: the chance of success: of an outcome the rule set counts as a win (``Distribution.wins``)
+    win: str
+    #: (outcome name, chance) of every outcome that can happen, in the rule set's order
+    outcomes: tuple[tuple[str, str], ...]
+    #: the mean number of successes, two decimals
+    mean: str
+
+
+def summarise(dist: Distribution) -> OddsSummary:
+    """The one computation behind :func:`answer`, :func:`chart_png` and :func:`chart_image`."""
+    counts = dist.outcome_counts()
+    return OddsSummary(
+        win=dist.percent(dist.win_count()),
+        # an outcome that cannot happen is left out (the JSON lists every one)
+        outcomes=tuple((name, dist.percent(count)) for name, count in counts.items() if count),
+        mean=f"{dist.share(dist.successes_sum()):.2f}",
+    )
+
+
 def answer(dist: Distribution, comment: str | None = None) -> list[Node]:
-    """The compact chat answer: the roll, the chance of each outcome, the most likely success
-    counts and the mean (plus the rule set's events and note)."""
+    """The compact chat answer: the roll, the chance of success, the chance of each outcome,
+    the most likely success counts and the mean (plus the rule set's events and note)."""
+    summary = summarise(dist)
     head: list[Node] = [bold("Odds"), Text(f" — {dist.roll}")]
     if comment:
         head += [Text(" — "), italic(comment)]
-    outcomes = " · ".join(
-        f"{outcome_label(name)} {dist.percent(count)}"
-        for name, count in dist.outcome_counts().items()
-        if count  # an outcome that cannot happen is left out (the JSON lists every one)
-    )
+    outcomes = " · ".join(f"{outcome_label(name)} {chance}" for name, chance in summary.outcomes)
     likely = ", ".join(f"{successes_label(v)} {dist.percent(c)}" for v, c in dist.ranked(3))
-    body: list[Node] = [*head, BR, Text(outcomes), BR, Text(f"Most likely: {likely}")]
-    body += [BR, Text(f"Mean: {dist.share(dist.successes_sum()):.2f} successes")]
+    body: list[Node] = [*head, BR, Text(f"Chance of success: {summary.win}")]
+    body += [BR, Text(outcomes), BR, Text(f"Most likely: {likely}")]
+    body += [BR, Text(f"Mean: {summary.mean} successes")]
     if dist.events:
         body += [BR, Text(" · ".join(f"{label} {percent(p)}" for label, p in dist.events))]
     if dist.note:
@@ -116,6 +138,8 @@ def chart_png(dist: Distribution, *, dpi: int = 100) -> bytes:
             "charts need matplotlib, which is not installed here: "
             "pip install '.[charts]' in a clone (the text odds work without it)"
         ) from None
+    summary = summarise(dist)
+    chances = dict(summary.outcomes)
     low, high = shown_range(dist)
     values = list(range(low, high + 1))
     figure = Figure(figsize=(8, 4.5), dpi=dpi, layout="constrained")
@@ -128,7 +152,7 @@ def chart_png(dist: Distribution, *, dpi: int = 100) -> bytes:
         if not any(heights):
             continue
         colour = OUTCOME_COLOURS.get(name) or next(fallback)
-        label = f"{outcome_label(name)} {dist.percent(dist.outcome_counts()[name])}"
+        label = f"{outcome_label(name)} {chances.get(name, dist.percent(0))}"
         axes.bar(values, heights, bottom=bottom, color=colour, label=label, width=0.8)
         bottom = [b + h for b, h in zip(bottom, heights, strict=True)]
     axes.set_xlabel("successes")
@@ -137,8 +161,8 @@ def chart_png(dist: Distribution, *, dpi: int = 100) -> bytes:
         axes.set_xticks(values)
     axes.set_ylim(0, max(bottom) * 1.15)
     axes.set_title(
-        f"{dist.variant}: {dist.roll}\nchance of success {dist.percent(dist.win_count())}, "
-        f"mean {dist.share(dist.successes_sum()):.2f} successes",
+        f"{dist.variant}: {dist.roll}\nchance of success {summary.win}, "
+        f"mean {summary.mean} successes",
         fontsize=11,
     )
     axes.legend(loc="upper right", fontsize=9)
@@ -153,8 +177,7 @@ def chart_image(dist: Distribution) -> Image:
     slug = "".join(c if c.isalnum() else "-" for c in dist.roll.lower()).strip("-")
     while "--" in slug:
         slug = slug.replace("--", "-")
-    win = dist.percent(dist.win_count())
-    alt = f"Odds chart ({dist.variant}): {dist.roll}; chance of success {win}"
+    alt = f"Odds chart ({dist.variant}): {dist.roll}; chance of success {summarise(dist).win}"
     return Image(chart_png(dist), alt=alt, filename=f"odds-{dist.variant}-{slug[:60]}.png")
 
 

@@ -5,13 +5,14 @@ small rendering helpers. Rules themselves live in :mod:`coterie.d10` and in each
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any, ClassVar, Protocol
 
 from coterie.dice import d10
 from coterie.dice.sources import DiceSource
 from coterie.errors import UsageError
 from coterie.framework.grammar import Grammar, Option, Parsed, Pool, Positional, parse
-from coterie.framework.variant import InitiativeEntry, Progress, Standing
+from coterie.framework.variant import InitiativeEntry, Progress, SidePart, Standing
 from coterie.render.elements import Die, Node, Role, Text, bold, dice
 
 #: the error for a Trait rated up to 10 written anywhere but alone at the start of a pool
@@ -22,6 +23,21 @@ TEN_POINT_RULE = (
 
 POOL = Positional("pool", "dice pool, e.g. 7 or 3+4", kind="pool", required=True)
 WILLPOWER = Option("wp", "flag", "spend a Willpower point: one automatic success", key="willpower")
+
+#: ``spec`` in a rule set whose document has no specialty rule: read, so that it is refused with
+#: the reason instead of "unknown option" (see :func:`refuse_specialty`); left out of the help
+NO_SPECIALTY = Option(
+    "spec", "flag", "not in these rules: no specialty rule", aliases=("specialty",), key="specialty"
+)
+
+
+def refuse_specialty(parsed: Parsed, rules_name: str) -> None:
+    """Refuse ``spec`` on either side of a roll of a rule set without a specialty rule."""
+    if parsed.flag("specialty") or (parsed.versus is not None and parsed.versus.flag("specialty")):
+        raise UsageError(
+            f"the {rules_name} rules have no specialty rule, so `spec` changes nothing here: ask "
+            "the Storyteller for a bonus die or a lower difficulty instead"
+        )
 
 
 _NUMBERS = {1: "one", 2: "two", 3: "three", 4: "four"}
@@ -115,9 +131,14 @@ class Tally(Protocol):
 
 
 def resisted_verdict(
-    resisted: d10.Resisted, tally: Tally | None, degree: Callable[[int], str | None]
+    resisted: d10.Resisted,
+    tally: Tally | None,
+    degree: Callable[[int], str | None],
+    names: tuple[str, str] | None = None,
 ) -> list[Node]:
-    """The last line of a resisted roll: who wins and by how much, or the tallies so far."""
+    """The last line of a resisted roll: who wins and by how much, or the tallies so far. With
+    ``names`` (a contest between two chat users: the challenger's, the answerer's) it names
+    them; without, it speaks to the one who rolled both sides ("you", "the opposition")."""
     if tally is not None:
         line: list[Node] = [
             Text("Extended and resisted: "),
@@ -126,19 +147,33 @@ def resisted_verdict(
             bold(f"{tally.opponent}/{tally.target}"),
         ]
         if tally.winner == "actor":
-            line.append(Text(" — you reach the goal first and win!"))
+            first = (
+                f"{names[0]} reaches the goal first and wins"
+                if names
+                else "you reach the goal first and win"
+            )
+            line.append(Text(f" — {first}!"))
         elif tally.winner == "opponent":
-            line.append(Text(" — the opposition reaches the goal first."))
+            who = names[1] if names else "the opposition"
+            line.append(Text(f" — {who} reaches the goal first."))
         return line
     if resisted.winner == "actor":
         return [
-            Text("Resisted: you win with "),
+            Text("Resisted: "),
+            bold(names[0]) if names else Text("you"),
+            Text(" wins with " if names else " win with "),
             bold(plural(resisted.net, "success")),
             Text(f" ({degree(resisted.net)})"),
         ]
     if resisted.winner == "opponent":
-        return [Text("Resisted: the opposition wins by "), bold(plural(resisted.net, "success"))]
-    return [Text("Resisted: a standoff — neither side gets through")]
+        return [
+            Text("Resisted: "),
+            bold(names[1]) if names else Text("the opposition"),
+            Text(" wins by "),
+            bold(plural(resisted.net, "success")),
+        ]
+    between = f" between {names[0]} and {names[1]}" if names else ""
+    return [Text(f"Resisted: a standoff{between} — neither side gets through")]
 
 
 def extended_json(state: d10.Extended) -> dict[str, Any]:
@@ -230,6 +265,8 @@ class StorytellerActions:
             extra=extra,
         )
 
+    extended_contests: ClassVar[bool] = True
+
     def prepare_extended(self, parsed: Parsed, target: int, progress: int) -> None:
         for key in ("ext", "progress"):
             _not_written(
@@ -295,3 +332,21 @@ class StorytellerActions:
         if resisted is None:
             return None
         return Standing(winner=resisted.winner)
+
+    def name_sides(self, outcome: Any, actor: str, opponent: str) -> Any:
+        """The outcome with both players' names, for the reply (its ``names`` field)."""
+        return replace(outcome, names=(actor, opponent))
+
+    def contest_sides(self, outcome: Any) -> tuple[SidePart, SidePart] | None:
+        """The challenger's dice (the outcome's own) and the answerer's (its ``opponent``); a
+        free botch (revised's house rule) is not a botch."""
+        opponent = getattr(outcome, "opponent", None)
+        if opponent is None:
+            return None
+        actor = SidePart(
+            tuple(outcome.faces), outcome.successes, outcome.outcome, outcome.outcome == "botch"
+        )
+        botch = bool(opponent.botch) and not getattr(outcome, "opponent_free_botch", False)
+        own = opponent.outcome if botch or opponent.outcome != "botch" else "failure"
+        successes = opponent.net if hasattr(opponent, "net") else opponent.total
+        return actor, SidePart(tuple(opponent.faces), successes, own, botch)

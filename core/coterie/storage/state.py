@@ -45,7 +45,7 @@ class RollRecord:
     #: the result name (``success``, ``failure``, ``botch``, ...)
     outcome: str
     successes: int
-    #: a botch (or the rule set's worst result, e.g. V5's bestial failure)
+    #: a botch (V5 has none: its notable results are counted by name, see ``!stats``)
     botch: bool = False
     #: the expected ``successes`` of this request from the odds engine, when it can tell
     expected: float | None = None
@@ -66,6 +66,26 @@ class RollRecord:
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> RollRecord:
         return cls(**data)
+
+    @property
+    def hunger(self) -> int:
+        """How many of the last :attr:`faces` are Hunger dice (V5), as the log records it."""
+        value = self.detail.get("hunger_dice", 0) if isinstance(self.detail, dict) else 0
+        return value if isinstance(value, int) and 0 <= value <= len(self.faces) else 0
+
+
+def faces_text(record: RollRecord, limit: int | None = None) -> str:
+    """The logged faces as ``!log`` and the export show them: ``10 2 | Hunger 10`` when some
+    are Hunger dice; at most ``limit`` faces, then ``…``."""
+    shown = record.faces if limit is None else record.faces[:limit]
+    hunger_from = len(record.faces) - record.hunger  # where the Hunger dice start
+    words: list[str] = []
+    for index, face in enumerate(shown):
+        if index == hunger_from:
+            words += ["|", "Hunger"] if index else ["Hunger"]
+        words.append(str(face))
+    more = limit is not None and len(record.faces) > limit
+    return " ".join(words) + (" …" if more else "")
 
 
 @runtime_checkable
