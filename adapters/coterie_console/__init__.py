@@ -17,6 +17,7 @@ import contextlib
 import getpass
 import os
 import re
+import signal
 import sys
 import threading
 from collections.abc import Mapping
@@ -73,6 +74,8 @@ class ConsoleAdapter(Adapter):
         self._stopping = False
         self._lines: asyncio.Queue[str | None] | None = None
         self._session: Any = None
+        self._busy: asyncio.Task[None] | None = None
+        self._interrupted = False
 
     # --- the loop ------------------------------------------------------------------------------
 
@@ -87,8 +90,35 @@ class ConsoleAdapter(Adapter):
                 return
             if line is None:
                 break
-            if line.strip():
+            if not line.strip():
+                continue
+            if not self.interactive:
                 await self.say(line)
+                continue
+            # on a terminal, Ctrl-C while a message is handled leaves too (prompt_toolkit has
+            # its own SIGINT handler only while the prompt is up)
+            self._install_sigint()
+            self._busy = asyncio.create_task(self.say(line))
+            try:
+                await self._busy
+            except asyncio.CancelledError:
+                if not self._interrupted:
+                    raise
+            finally:
+                self._busy = None
+            if self._interrupted:
+                self._write("\n(interrupted) bye\n")
+                return
+
+    def _install_sigint(self) -> None:
+        loop = asyncio.get_running_loop()
+        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+            loop.add_signal_handler(signal.SIGINT, self._on_interrupt)
+
+    def _on_interrupt(self) -> None:
+        self._interrupted = True
+        if self._busy is not None:
+            self._busy.cancel()
 
     async def say(self, line: str) -> None:
         """Handle one input line: a console command, or a message from the speaker."""
