@@ -5,15 +5,16 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 CONFIG ?= config/coterie.toml
 
-.PHONY: run test lint typecheck unit install peers clean bench fuzz postgres nginx dist
+.PHONY: run test lint typecheck unit install peers clean bench fuzz postgres nginx docs dist
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
-$(STAMP): $(BIN)/python pyproject.toml examples/coterie-house-rules/pyproject.toml
-	$(BIN)/pip install --quiet -e ".[test,lint,slack,telegram,matrix,charts,bench,postgres,release]"
+$(STAMP): $(BIN)/python pyproject.toml examples/coterie-house-rules/pyproject.toml examples/coterie-cofd/pyproject.toml
+	$(BIN)/pip install --quiet -e ".[test,lint,slack,telegram,matrix,charts,bench,docs,postgres,release]"
 	$(BIN)/pip install --quiet -e examples/coterie-house-rules
+	$(BIN)/pip install --quiet -e examples/coterie-cofd
 	touch $(STAMP)
 
 # Peers the tests run against, installed by `make test` itself:
@@ -56,7 +57,7 @@ install: $(STAMP)
 run: $(STAMP)
 	$(BIN)/coterie chat --config $(CONFIG)
 
-test: $(STAMP) lint typecheck unit
+test: $(STAMP) lint typecheck docs unit
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
@@ -64,7 +65,11 @@ lint: $(STAMP)
 	$(BIN)/lint-imports
 
 typecheck: $(STAMP)
-	$(BIN)/mypy core/coterie adapters/coterie_* plugins/coterie_*
+	$(BIN)/mypy core/coterie adapters/coterie_* plugins/coterie_* examples/coterie-cofd/coterie_cofd
+
+# The API reference of the public modules (mkdocs.yml): any warning fails the build.
+docs: $(STAMP)
+	$(BIN)/mkdocs build --strict --quiet
 
 unit: $(STAMP) peers
 	$(BIN)/pytest -q
@@ -72,6 +77,8 @@ unit: $(STAMP) peers
 bench: $(STAMP) peers
 	$(BIN)/pip install --quiet -e ".[bench]"
 	$(BIN)/python bench/core_roll.py
+	$(BIN)/python bench/startup.py
+	$(BIN)/python bench/pg_round_trips.py
 	$(BIN)/python bench/throughput.py
 	$(BIN)/python bench/memory.py
 	$(BIN)/python bench/odds.py

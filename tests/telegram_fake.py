@@ -272,6 +272,8 @@ class Failure:
     description: str
     parameters: dict[str, Any] = field(default_factory=dict)
     drop: bool = False
+    #: carry the call out, then answer only after this many seconds (a client time-out)
+    late: float = 0.0
 
 
 @dataclass
@@ -402,6 +404,11 @@ class FakeTelegram:
     def drop_next(self, method: str) -> None:
         """The next call of ``method`` has its connection closed without an answer."""
         self._failures.setdefault(method, []).append(Failure(0, "", drop=True))
+
+    def answer_late_next(self, method: str, seconds: float) -> None:
+        """The next call of ``method`` is carried out (a message is posted) but answered only
+        after ``seconds``: a client with a shorter read timeout gives up although it worked."""
+        self._failures.setdefault(method, []).append(Failure(200, "", late=seconds))
 
     # --- chats and users -------------------------------------------------------------------------
 
@@ -554,7 +561,10 @@ class FakeTelegram:
         params, files = await _read_params(request)
         call = Call(method, params, token, files)
         queued = self._failures.get(method)
-        if queued and token == self.token:
+        late = 0.0
+        if queued and token == self.token and queued[0].late:
+            late = queued.pop(0).late
+        elif queued and token == self.token:
             failure = queued.pop(0)
             if failure.drop:
                 call.status, call.description = 0, "dropped"
@@ -574,6 +584,8 @@ class FakeTelegram:
         except ApiError as error:
             return await self._error(call, error)
         await self._record(call)
+        if late:
+            await asyncio.sleep(late)
         return web.json_response({"ok": True, "result": call.result})
 
     async def _error(self, call: Call, error: ApiError) -> web.Response:

@@ -28,7 +28,10 @@ def run_bench(*args: str, timeout: float = 60.0) -> str:
 
 def test_core_roll_prints_the_ratio_and_the_breakdown():
     out = run_bench(str(BENCH / "core_roll.py"), "--quick")
-    assert re.search(r"ratio coterie / d20: [0-9.]+x awaited, [0-9.]+x blocking", out)
+    assert re.search(
+        r"ratio coterie \(memory store\) / d20: [0-9.]+x awaited, [0-9.]+x blocking", out
+    )
+    assert re.search(r"ratio coterie SQLite store / memory store: [0-9.]+x", out)
     for stage in ("room settings", "parse + build request", "encode Markdown"):
         assert re.search(rf"{re.escape(stage)}.* [0-9.]+\n", out), stage
 
@@ -51,3 +54,16 @@ def test_memory_measures_rss_idle_and_after_commands():
     assert re.search(r"after 40 commands .* RSS\s+[0-9.]+ MB", out)
     assert "lost or duplicated replies: 0" in out
     assert "WARNING" not in out
+
+
+def test_startup_prints_the_times_and_ratios():
+    out = run_bench(str(BENCH / "startup.py"), "--runs", "1")
+    assert re.search(r"SQLite at the current schema, to first answer:\s+[0-9.]+ ms", out)
+    assert re.search(r"ratio SQLite / memory store: [0-9.]+x; SQLite / bare interpreter", out)
+
+
+def test_pg_round_trips_counts_them():
+    out = run_bench(str(BENCH / "pg_round_trips.py"), "--messages", "20", timeout=120)
+    found = re.search(r"round trips per message on PostgreSQL: ([0-9.]+)", out)
+    assert found is not None, out
+    assert float(found.group(1)) <= 2.0  # the bound, measured

@@ -237,7 +237,7 @@ def test_face_count_mismatch_in_a_real_process(coterie_cli, cli_env, root):
     )
     assert done.returncode == 2
     assert done.stdout == ""
-    assert "--faces gives 2 faces" in done.stderr
+    assert "--faces: the faces ran out: this roll needs at least 5 dice, but 2" in done.stderr
     assert "Traceback" not in done.stderr
 
 

@@ -315,3 +315,41 @@ def test_enabled_adapter_must_be_loaded(make_app):
         plugins={"enable": ["revised", "console"]}, adapters={"console": {"enabled": True}}
     )
     assert app.config.enabled_adapters() == ["console"]
+
+
+@pytest.mark.parametrize(
+    ("table", "where"),
+    [
+        ({"limits": {"max_dice": True}}, "limits.max_dice: must be a whole number, not true"),
+        (
+            {"limits": {"max_options": False}},
+            "limits.max_options: must be a whole number, not false",
+        ),
+        (
+            {"limits": {"rate": {"user_per_minute": True}}},
+            "limits.rate.user_per_minute: must be a number, not true",
+        ),
+        ({"ops": {"port": True}}, "ops.port: must be a whole number, not true"),
+        ({"defaults": {"default_difficulty": True}}, "defaults.default_difficulty: must be"),
+        ({"limits": {"max_dice": "10"}}, "limits.max_dice: Input should be a valid integer"),
+        ({"limits": {"max_dice": 10.0}}, "limits.max_dice: Input should be a valid integer"),
+    ],
+)
+def test_config_values_are_type_checked_strictly(table: dict, where: str) -> None:
+    """`max_dice = true` used to be read as 1: a bool is not a number, nor a string a number."""
+    with pytest.raises(ConfigError) as caught:
+        parse_config(table)
+    assert where in str(caught.value)
+
+
+def test_adapter_tables_are_strict_too() -> None:
+    from coterie_telegram.settings import TelegramSettings
+
+    with pytest.raises(
+        ConfigError, match=r"adapters\.telegram\.poll_timeout: must be a whole number"
+    ):
+        TelegramSettings.from_table({"poll_timeout": True})
+    assert (
+        parse_config({"limits": {"rate": {"user_per_minute": 20}}}).limits.rate.user_per_minute
+        == 20.0
+    )

@@ -389,7 +389,10 @@ def test_cli_json_contract(capsys: pytest.CaptureFixture[str]) -> None:
         (["--pool", "3", "--hunger", "1"], "the d6 rules have no hunger option"),
         (["--pool", "3", "--specialty"], "the d6 rules have no specialty option"),
         (["--pool", "3", "--faces", "7,1,1"], "a d6 cannot show 7"),
-        (["--pool", "3", "--faces", "1,1"], "--faces gives 2 faces but this roll has 3 dice"),
+        (
+            ["--pool", "3", "--faces", "1,1"],
+            "--faces: the faces ran out: this roll needs at least 3 dice",
+        ),
     ],
 )
 def test_cli_errors(capsys: pytest.CaptureFixture[str], args: list[str], message: str) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import inspect
 import re
 from pathlib import Path
@@ -106,3 +107,35 @@ def test_every_cli_subcommand_is_documented() -> None:
         if not re.search(rf"(?<![\w-]){re.escape(command)}(?![\w-])", text)
     ]
     assert not missing, f"subcommands not mentioned in {CLI_DOC.name}: {missing}"
+
+
+# --- the API reference (issue 21) -----------------------------------------------------------------
+
+
+def _api_modules() -> set[str]:
+    found: set[str] = set()
+    for page in (DOCS / "api").glob("*.md"):
+        for line in page.read_text(encoding="utf-8").splitlines():
+            if line.startswith("::: "):
+                found.add(line[4:].strip())
+    return found
+
+
+def test_the_api_reference_documents_every_public_module_of_the_checklist() -> None:
+    doc = (DOCS / "writing_plugins.md").read_text(encoding="utf-8")
+    checklist = doc[doc.index("## Checklist") :]
+    checklist = checklist[: checklist.index("* Keep `evaluate` pure")]
+    named = set(re.findall(r"`(coterie(?:\.[a-z_0-9]+)*)`", checklist))
+    forbidden = {
+        "coterie.play",
+        "coterie.ops",
+        "coterie.framework.app",
+        "coterie.rules",
+        "coterie.commands",
+    }
+    public = named - forbidden - {"coterie", "coterie.dice"}
+    assert public <= _api_modules(), public - _api_modules()
+    # and the reference documents nothing the checklist does not call public
+    assert _api_modules() - {"coterie.hookimpl"} <= public, _api_modules() - public
+    for module in _api_modules():
+        importlib.import_module(module)

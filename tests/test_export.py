@@ -166,3 +166,58 @@ def test_cli_export_bad_format(config_path: Path, capsys: pytest.CaptureFixture[
         cli.main(["export", ROOM, "--format", "pdf", "--config", str(config_path)])
     assert caught.value.code == 2
     assert "invalid choice: 'pdf'" in capsys.readouterr().err
+
+
+HOSTILE = [
+    "<script>alert('x')</script>",
+    "<img src=x onerror=alert(1)>",
+    "[click me](javascript:alert(1))",
+    "![pixel](https://tracker.example/p.png)",
+    "<javascript:alert(1)>",
+    "**loud** _soft_ `code` ~~gone~~ &amp; &#60;b&#62;",
+    "cell | break \\| and \\ backslash",
+]
+
+
+async def test_markdown_export_escapes_player_text_and_json_stays_lossless() -> None:
+    """Player text (names, requests, comments) is shown as typed in the Markdown log, never as
+    raw HTML, a link, an image or formatting; the JSON export keeps it byte for byte."""
+    from markdown_it import MarkdownIt
+
+    store = MemoryStore()
+    for n, text in enumerate(HOSTILE):
+        await store.log_roll(roll(n, "s<1>", display_name=text, request=f"!roll 3 # {text}"))
+    await store.set(
+        SESSIONS, ROOM, {"current": {"id": "s<1>", "started": T0, "started_by": "[st](x:y)"}}
+    )
+    log = await room_log(store, ROOM)
+    assert [r["display_name"] for r in log["rolls"]] == HOSTILE  # JSON: lossless
+    assert json.loads(json.dumps(log))["rolls"][0]["request"] == f"!roll 3 # {HOSTILE[0]}"
+
+    parser = MarkdownIt("commonmark").enable(["table", "strikethrough"])
+    tokens = parser.parse(to_markdown(log))
+    kinds = {t.type for t in tokens} | {c.type for t in tokens for c in t.children or []}
+    for unsafe in ("html_inline", "html_block", "link_open", "image", "autolink"):
+        assert unsafe not in kinds
+    for formatting in ("strong_open", "em_open", "code_inline", "s_open"):
+        assert formatting not in kinds
+    rows, cells = [], 0
+    for token in tokens:
+        if token.type == "tr_open":
+            cells = 0
+        elif token.type in ("td_open", "th_open"):
+            cells += 1
+        elif token.type == "tr_close":
+            rows.append(cells)
+    assert len(rows) == 1 + len(HOSTILE) and set(rows) == {6}  # no | split a cell
+    inline = [t.content for t in tokens if t.type == "inline"]
+    for text in HOSTILE:  # shown as typed (whitespace kept to single spaces)
+        assert any(text in _plain(parser, cell) for cell in inline), text
+    html = parser.render(to_markdown(log))
+    assert "<script" not in html and "<img" not in html and "<a " not in html
+
+
+def _plain(parser: Any, cell: str) -> str:
+    """The text a cell shows (its inline tokens' text, entities decoded)."""
+    [paragraph] = [t for t in parser.parse(cell) if t.type == "inline"]
+    return "".join(c.content for c in paragraph.children or [] if c.type == "text")

@@ -540,7 +540,10 @@ def test_cli_text(capsys: pytest.CaptureFixture[str]) -> None:
         (["--pool", "3", "--hunger", "1"], "the laia rules have no hunger option"),
         (["--pool", "3", "--difficulty", "11"], "--difficulty must be between 2 and 10, not 11"),
         (["--pool", "0"], "can't be rolled"),
-        (["--pool", "3", "--faces", "1,2"], "--faces gives 2 faces but this roll has 3 dice"),
+        (
+            ["--pool", "3", "--faces", "1,2"],
+            "--faces: the faces ran out: this roll needs at least 3 dice",
+        ),
     ],
 )
 def test_cli_errors(capsys: pytest.CaptureFixture[str], args: list[str], message: str) -> None:

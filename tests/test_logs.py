@@ -8,8 +8,10 @@ import logging
 import subprocess
 
 import pytest
+from pydantic import BaseModel, Field
 
-from coterie.framework.config import parse_config
+from coterie.framework.adapter import Adapter
+from coterie.framework.config import SECRET_ENV, parse_config, secret_env_fields
 from coterie.ops.logs import REDACTED, Redactor, secret_values, setup_logging
 
 SLACK = "xoxb-2093-48811-T0k3nV4lu3AbCdEf"
@@ -66,13 +68,13 @@ def test_secret_values_come_from_the_adapters_env_variables() -> None:
         "MATRIX_PASSWORD": "correct horse battery",  # a default name
         "COTERIE_DATABASE_URL": "postgresql://bot:p%40ss-w0rd@127.0.0.1/db",
         "HOME": "/home/bot",  # not a secret
-        "TELEGRAM_BOT_TOKEN": "short",  # too short to redact safely: ignored
+        "TELEGRAM_BOT_TOKEN": "short",  # short, but a secret all the same
     }
     values = secret_values(config, environ)
     assert "plain-looking-secret" in values and "correct horse battery" in values
     assert "p@ss-w0rd" in values and "p%40ss-w0rd" in values
     assert "/home/bot" not in values
-    assert "short" not in Redactor(values).secrets
+    assert "short" in Redactor(values).secrets
 
 
 def test_a_traceback_with_a_token_is_redacted(restore_logging) -> None:
@@ -178,3 +180,73 @@ def test_coterie_run_logs_json_with_secrets_redacted(coterie_cli, cli_env, tmp_p
     commands = [line["command"] for line in lines if line.get("logger") == "coterie.chat"]
     assert commands == ["roll", "(unknown)"]
     assert SLACK not in done.stderr
+
+
+class SchemaSettings(BaseModel):
+    """A third-party adapter's settings: the secret is named by a key that does not end in
+    ``_env``, so only the schema's marking can tell."""
+
+    enabled: bool = False
+    login_from: str = Field(default="SHOP_LOGIN", json_schema_extra=SECRET_ENV)
+    greeting_env: str = "SHOP_GREETING"  # names a variable, but not a secret one
+
+
+class SchemaAdapter(Adapter):
+    name = "shop"
+    settings_model = SchemaSettings
+
+    async def run(self) -> None:  # pragma: no cover - never run
+        return None
+
+
+def test_every_secret_the_schema_marks_is_redacted_whatever_its_length(restore_logging) -> None:
+    """Secrets of 1-5 characters used to pass unredacted, and a secret key not named ``*_env``
+    was missed: the settings schema's marking decides, whatever the length."""
+    from coterie.framework.app import Coterie
+
+    config = parse_config(
+        {
+            "plugins": {"enable": ["revised", "slack", "telegram", "matrix"]},
+            "adapters": {
+                "shop": {"login_from": "MY_LOGIN"},
+                "telegram": {"webhook_secret_env": "TG_HOOK"},
+                "slack": {},
+            },
+        }
+    )
+    adapters = {**Coterie(config).adapter_classes, "shop": SchemaAdapter}
+    environ = {
+        "MY_LOGIN": "k9",  # two characters, named by a key without _env
+        "TG_HOOK": "w3bh",  # four characters
+        "SLACK_SIGNING_SECRET": "x7Q",  # the default variable of a marked field
+        "SHOP_GREETING": "hello",  # not marked secret: left alone
+    }
+    out = io.StringIO()
+    setup_logging(
+        config, level="DEBUG", stream=out, environ=environ, adapters=adapters, log_format="text"
+    )
+    log = logging.getLogger("coterie.test")
+    log.info("login k9, hook w3bh, signing x7Q; say hello")
+    line = out.getvalue().splitlines()[-1]
+    assert line.endswith(f"login {REDACTED}, hook {REDACTED}, signing {REDACTED}; say hello")
+    text = out.getvalue()
+    assert "$MY_LOGIN holds a secret of only 2 characters" in text  # and a warning says so
+    assert secret_values(config, environ, adapters).count("hello") == 0
+
+
+def test_marked_fields_of_the_shipped_adapters() -> None:
+    from coterie_matrix.settings import MatrixSettings
+    from coterie_slack.settings import SlackSettings
+    from coterie_telegram.settings import TelegramSettings
+
+    assert secret_env_fields(SlackSettings) == [
+        "bot_token_env",
+        "app_token_env",
+        "signing_secret_env",
+    ]
+    assert secret_env_fields(TelegramSettings) == ["bot_token_env", "webhook_secret_env"]
+    assert secret_env_fields(MatrixSettings) == [
+        "access_token_env",
+        "password_env",
+        "store_passphrase_env",
+    ]

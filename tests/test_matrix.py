@@ -15,6 +15,7 @@ import logging
 import re
 from collections.abc import AsyncIterator, Iterator
 
+import nio
 import pytest
 from nio.crypto.attachments import decrypt_attachment
 
@@ -369,6 +370,56 @@ async def test_reaction_buttons_only_for_the_roller(synapse, bot, player, other,
         assert await adapter.bot.answered.contains(reaction)
 
 
+async def test_lapsed_reaction_buttons_are_taken_back(synapse, bot, player, tmp_path):
+    """Buttons nobody pressed stayed on the reply for ever: now the bot takes its reactions back
+    when they lapse (``button_ttl``), and a late press is told they expired."""
+    adapter = make_adapter(make_core(), synapse, bot, tmp_path / "store", button_ttl=2)
+    async with serving(adapter):
+        room = await joined_room(player, bot)
+        command = await player.say(room, "!offer")
+        offer = await player.wait_reply(bot.user_id, command)
+        keys = []
+        for key in KEYCAPS[:2]:
+            seen = await player.wait_for(
+                lambda s, key=key: (
+                    s.type == "m.reaction"
+                    and s.sender == bot.user_id
+                    and s.content["m.relates_to"].get("key") == key
+                ),
+                f"the bot's {key} reaction",
+            )
+            keys.append(seen.event_id)
+        for reaction in keys:
+            await player.wait_for(
+                lambda s, reaction=reaction: (
+                    s.type == "m.room.redaction"
+                    and s.sender == bot.user_id
+                    and reaction in (s.source.get("redacts"), s.content.get("redacts"))
+                ),
+                "the lapsed button taken back",
+            )
+        await player.react(room, offer.event_id, KEYCAPS[0])
+        late = await player.wait_for(
+            lambda s: s.replies_to(offer.event_id) and "expired" in s.content["body"],
+            "the expired notice",
+        )
+        assert late.content["body"] == "These buttons have expired: type the command instead."
+        await player.settle(0.5)
+    assert not [r for r in player.replies(bot.user_id) if r.content["body"].endswith("rerolled")]
+
+
+async def test_inline_code_in_backticks_is_code_in_the_html_body(synapse, bot, player, tmp_path):
+    async with serving(make_adapter(make_core(), synapse, bot, tmp_path / "store")):
+        room = await joined_room(player, bot)
+        command = await player.say(room, "!set")
+        reply = await player.wait_reply(bot.user_id, command)
+    html, plain = reply.content["formatted_body"], reply.content["body"]
+    assert "<code>!set difficulty 7</code>" in html
+    # no backtick left outside code (the usage line is code as a whole: its own stay inside it)
+    assert "`" not in re.sub(r"<code>.*?</code>", "", html)
+    assert "`!set difficulty 7`" in plain  # the plain body keeps the Markdown-style backticks
+
+
 async def test_typing_while_a_slow_command_runs(synapse, bot, player, tmp_path):
     plugin = MatrixTestCommands()
     adapter = make_adapter(make_core(plugin=plugin), synapse, bot, tmp_path / "store")
@@ -665,3 +716,95 @@ async def test_a_secret_from_an_encrypted_room_goes_to_an_encrypted_direct_room(
         )
     assert player.client.rooms[mine].encrypted
     assert part.encrypted and "10 7 1 3 6" in part.content["body"]
+
+
+# --- catching up after an absence ----------------------------------------------------------------
+
+
+async def room_history(player: Player, room: str) -> list[dict]:
+    """Every event of ``room`` (oldest first), read back with /messages: a player's own syncs
+    skip events when many arrive at once (limited timelines), the history does not."""
+    await player.sync()
+    token = player.client.next_batch
+    events: list[dict] = []
+    while True:
+        page = await player.client.room_messages(room, start=token, limit=100)
+        assert isinstance(page, nio.RoomMessagesResponse), page
+        events.extend(event.source for event in page.chunk)
+        if not page.chunk or not page.end:
+            return list(reversed(events))
+        token = page.end
+
+
+def answers_to(history: list[dict], bot: str) -> dict[str, int]:
+    """How many replies the bot sent to each event."""
+    counts: dict[str, int] = {}
+    for event in history:
+        if event.get("sender") == bot and event.get("type") == "m.room.message":
+            relates = (event.get("content") or {}).get("m.relates_to") or {}
+            target = (relates.get("m.in_reply_to") or {}).get("event_id")
+            if target:
+                counts[target] = counts.get(target, 0) + 1
+    return counts
+
+
+async def test_150_commands_sent_while_away_are_all_answered(synapse, bot, player, tmp_path):
+    """More events than one sync brings (a limited timeline): the bot reads back to where it
+    left off, so none of the 150 is lost and none answered twice."""
+    # one player sending 150 commands at once: the rate limits would (rightly) silence them
+    store, core = tmp_path / "store", make_core(limits={"rate": {"enabled": False}})
+    async with serving(make_adapter(core, synapse, bot, store)):
+        room = await joined_room(player, bot)
+        hello = await player.say(room, "!echo hello")
+        await player.wait_reply(bot.user_id, hello)
+    away = [await player.say(room, f"!echo away {n}") for n in range(150)]
+    async with serving(make_adapter(core, synapse, bot, store)) as adapter:
+        assert adapter.bot is not None
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + 60
+        while len(answers_to(await room_history(player, room), bot.user_id)) < 151:
+            assert loop.time() < deadline, "not every command was answered"
+            await asyncio.sleep(0.5)
+        await player.settle(1.0)
+    answered = answers_to(await room_history(player, room), bot.user_id)
+    assert [answered.get(command, 0) for command in [hello, *away]] == [1] * 151
+    notices = [
+        e
+        for e in await room_history(player, room)
+        if e.get("sender") == bot.user_id and "not answered" in str(e.get("content"))
+    ]
+    assert notices == []  # nothing was skipped
+
+
+async def test_beyond_the_catch_up_bound_one_notice_says_what_was_skipped(
+    synapse, bot, player, tmp_path
+):
+    store, core = tmp_path / "store", make_core(limits={"rate": {"enabled": False}})
+    async with serving(make_adapter(core, synapse, bot, store, catch_up_limit=20)):
+        room = await joined_room(player, bot)
+        hello = await player.say(room, "!echo hello")
+        await player.wait_reply(bot.user_id, hello)
+    away = [await player.say(room, f"!echo away {n}") for n in range(150)]
+    async with serving(make_adapter(core, synapse, bot, store, catch_up_limit=20)):
+        notice = await player.wait_for(
+            lambda s: s.sender == bot.user_id and "not answered" in s.content.get("body", ""),
+            "the notice about skipped commands",
+            timeout=60,
+        )
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + 60
+        while len(answers_to(await room_history(player, room), bot.user_id)) < 121:
+            assert loop.time() < deadline, "the newest commands were not answered"
+            await asyncio.sleep(0.5)
+        await player.settle(1.0)
+    answered = answers_to(await room_history(player, room), bot.user_id)
+    # the sync's 100 newest events and 20 read back are answered; the notice names the rest
+    assert [answered.get(command, 0) for command in away[-120:]] == [1] * 120
+    assert not any(answered.get(command) for command in away[:30])
+    notices = [
+        e
+        for e in await room_history(player, room)
+        if e.get("sender") == bot.user_id and "not answered" in e["content"].get("body", "")
+    ]
+    assert len(notices) == 1
+    assert notice.content["body"].startswith("I was away and could not read back this far:")

@@ -566,10 +566,13 @@ async def test_recent_records_are_bounded():
 
 
 def test_backoff_doubles_up_to_the_maximum():
-    backoff = Backoff(0.5, 3.0)
+    backoff = Backoff(0.5, 3.0, jitter=0)
     assert [backoff.next() for _ in range(5)] == [0.5, 1.0, 2.0, 3.0, 3.0]
     backoff.reset()
     assert backoff.next() == 0.5
+    jittered = Backoff(0.5, 3.0)  # the default: up to 20 % longer, never shorter
+    waits = [jittered.next() for _ in range(5)]
+    assert all(n <= w <= n * 1.2 for w, n in zip(waits, [0.5, 1.0, 2.0, 3.0, 3.0], strict=True))
 
 
 # --- the bot against a stub client ---------------------------------------------------------------
@@ -735,3 +738,79 @@ def test_the_key_store_skips_empty_saves(tmp_path, monkeypatch):
     monkeypatch.setattr(parent, "save_encrypted_rooms", original)
     store.save_encrypted_rooms({"!secret:example.org"})
     assert store.load_encrypted_rooms() == {"!secret:example.org"}
+
+
+class PressingClient(StubClient):
+    """Sends reactions; while the second key is being added, the player presses the first (what
+    :meth:`MatrixBot._answer_press` does: the record is spent, its keys taken back)."""
+
+    def __init__(self) -> None:
+        super().__init__([sent("$key1"), sent("$key2"), sent("$key3")])
+        self.bot: MatrixBot | None = None
+        self.redacted: list[str] = []
+
+    async def room_send(self, room_id, event_type, body, tx_id, **kw):  # type: ignore[override]
+        if len(self.calls) == 1 and self.bot is not None:  # the second key is on its way
+            bot = self.bot
+            async with bot._presses:
+                record = await bot.buttons.get("$offer")
+                await bot.buttons.put("$offer", {**record, "used": True})
+            await bot._remove_keys(room_id, record, "$press")
+        return await super().room_send(room_id, event_type, body, tx_id, **kw)
+
+    async def room_redact(self, room_id: str, event_id: str, **_: Any) -> Any:
+        self.redacted.append(event_id)
+        return object()
+
+
+async def test_a_press_while_keys_are_added_still_takes_every_key_back(tmp_path):
+    """The first key was pressed before the last one existed: the keys added after the press
+    were left on the reply for good (and the offer's final save could undo the press)."""
+    from coterie.render.elements import Button
+    from coterie_matrix.content import Target
+
+    client = PressingClient()
+    bot = stub_bot(client, tmp_path)
+    client.bot = bot
+    keyed = [("1\ufe0f\u20e3", Button("One", "!echo one")), ("2\ufe0f\u20e3", Button("Two", "!b"))]
+    keyed.append(("3\ufe0f\u20e3", Button("Three", "!c")))
+    await bot._offer_buttons(Target("!plain", "$cmd"), "$offer", keyed, "@lynn:x", "$cmd")
+    record = await bot.buttons.get("$offer")
+    assert record["used"] is True  # the press is not undone by the offer's own saving
+    assert sorted(set(client.redacted)) == ["$key1", "$key2", "$key3"]
+    assert record["removed"] is True and not bot._lapses
+
+
+async def test_unpressed_buttons_lapse_and_are_taken_back(tmp_path):
+    client = StubClient([sent("$key1")])
+    client.redacted = []  # type: ignore[attr-defined]
+
+    async def room_redact(room_id: str, event_id: str, **_: Any) -> Any:
+        client.redacted.append(event_id)  # type: ignore[attr-defined]
+        return object()
+
+    client.room_redact = room_redact  # type: ignore[attr-defined]
+    bot = stub_bot(client, tmp_path)
+    from coterie.render.elements import Button
+    from coterie_matrix.content import Target
+
+    bot.settings = bot.settings.model_copy(update={"button_ttl": 0.05})
+    await bot._offer_buttons(
+        Target("!plain", "$cmd"), "$offer", [("1\ufe0f\u20e3", Button("One", "!x"))], "@l:x", "$c"
+    )
+    assert "$offer" in bot._lapses
+    await asyncio.sleep(0.2)
+    assert client.redacted == ["$key1"]  # type: ignore[attr-defined]
+    record = await bot.buttons.get("$offer")
+    assert record["lapsed"] is True and record["removed"] is True and not bot._lapses
+
+
+def test_backticks_become_code_in_html_only():
+    from coterie.render.elements import Reply, Text
+
+    [part] = render(Reply([Text("give a value, e.g. `!set difficulty 7`; a lone ` stays")]).body)
+    assert "<code>!set difficulty 7</code>" in part.html
+    assert "a lone ` stays" in part.html
+    assert "`!set difficulty 7`" in part.plain
+    [part] = render(Reply([Text("`<b>x</b>` & co")]).body)
+    assert part.html.startswith("<code>&lt;b&gt;x&lt;/b&gt;</code> &amp; co")

@@ -11,6 +11,7 @@ import pytest
 from conftest import without_roll_id
 from coterie.dice.sources import FixedDice
 from coterie.framework.app import Coterie
+from coterie.framework.commands import shown_id
 from coterie.framework.config import Config
 from coterie.framework.message import Message
 from coterie.play import clauses, contests, extended
@@ -388,7 +389,7 @@ async def test_every_roll_is_logged_with_the_id_its_reply_carries() -> None:
     roll_id = t.last.meta["roll_id"]
     assert to_plain(t.last.body).splitlines()[-1] == f"roll {roll_id}"
     [record] = await t.store.rolls("test:r")
-    assert (record.id, record.user, record.variant, record.faces) == (
+    assert (shown_id(record.id), record.user, record.variant, record.faces) == (
         roll_id,
         "lynn",
         "revised",
@@ -399,7 +400,10 @@ async def test_every_roll_is_logged_with_the_id_its_reply_carries() -> None:
     t.faces(9, 9, 9, 9)
     await t.ok("lynn", "!roll 2; 2")
     two = await t.store.rolls("test:r", limit=2)
-    assert [r.id for r in two] == [f"{t.last.meta['roll_id']}-2", t.last.meta["roll_id"]]
+    assert [shown_id(r.id) for r in two] == [
+        f"{t.last.meta['roll_id']}-2",
+        t.last.meta["roll_id"],
+    ]
     listing = await t.ok("mia", "!log")
     assert roll_id in listing and "Lynn" in listing and "9 9 1 2" in listing
     assert "Faces: 9 9 1 2" in await t.ok("mia", f"!log {roll_id}")

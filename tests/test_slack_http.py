@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import time
 from collections.abc import AsyncIterator
 from typing import Any
@@ -14,6 +15,7 @@ import aiohttp
 import pytest
 
 from coterie_slack import SlackAdapter
+from coterie_slack.bot import MAX_LOG_CHARS
 from slack_fake import (
     BOT_ID,
     BOT_TOKEN,
@@ -453,6 +455,83 @@ async def test_a_rate_limited_call_is_retried_and_arrives_once(fake, session):
     assert [a.status for a in attempts] == [429, 200]
     assert attempts[0].params == attempts[1].params
     assert len(fake.ok_calls("chat.postMessage")) == 1
+
+
+async def test_a_post_failing_with_5xx_is_retried_and_arrives_once(fake, session):
+    # rate_limit_retries = 2 (tests/slack_fake.py): two retries, where only one was made before
+    fake.fail_next("chat.postMessage", 503, "service_unavailable", {"Retry-After": "0"})
+    fake.fail_next("chat.postMessage", 502, "bad_gateway")  # no Retry-After: the back-off
+    async with serving(adapter_for(fake)) as adapter:
+        await post_event(session, adapter, message_event("!roll 2"))
+        await settle(adapter)
+    attempts = fake.attempts("chat.postMessage")
+    assert [a.status for a in attempts] == [503, 502, 200]
+    assert len({json.dumps(a.params, sort_keys=True) for a in attempts}) == 1
+    assert len(fake.ok_calls("chat.postMessage")) == 1
+
+
+async def test_a_reply_that_cannot_be_posted_is_not_marked_answered(fake, session):
+    """Slack keeps failing (5xx beyond the retries): the event must not count as answered, so
+    Slack's next delivery of it is answered (before, it was acknowledged and the reply lost)."""
+    for _ in range(3):  # the first post and rate_limit_retries = 2 retries
+        fake.fail_next("chat.postMessage", 503, "service_unavailable", {"Retry-After": "0"})
+    event = message_event("!roll 2")
+    async with serving(adapter_for(fake)) as adapter:
+        status, _ = await post_event(session, adapter, event)
+        assert status == 503  # not acknowledged: Slack will deliver it again
+        await settle(adapter)
+        assert fake.ok_calls("chat.postMessage") == []
+        retry = {"X-Slack-Retry-Num": "1", "X-Slack-Retry-Reason": "http_error"}
+        assert await post_event(session, adapter, event, headers=retry) == (200, "")
+        await settle(adapter)
+        # and a further delivery of the answered event is not answered twice
+        retry = {"X-Slack-Retry-Num": "2", "X-Slack-Retry-Reason": "http_error"}
+        assert await post_event(session, adapter, event, headers=retry) == (200, "")
+        await settle(adapter)
+    assert len(fake.ok_calls("chat.postMessage")) == 1
+    assert [a.status for a in fake.attempts("chat.postMessage")] == [503] * 3 + [200]
+
+
+async def test_a_flood_of_unsigned_requests_logs_no_bodies(fake, session, caplog):
+    """slack-bolt logged the whole body of every unsigned request at INFO (100 posts made a
+    90 MB log): now one short line each, without the body or any token in it."""
+    caplog.set_level(logging.DEBUG)
+    filler = "player text that must stay private " * 1500  # about 50 KB
+    event = message_event(f"!roll 3 {filler} {BOT_TOKEN}")
+    body = json.dumps(event)
+    async with serving(adapter_for(fake)) as adapter:
+        caplog.clear()
+        for _ in range(100):
+            status, _ = await post(
+                session, adapter, body, content_type="application/json", sign=False
+            )
+            assert status == 401
+        await settle(adapter)
+    text = "\n".join(record.getMessage() for record in caplog.records)
+    assert "player text" not in text and BOT_TOKEN not in text
+    assert len(text) < 100 * MAX_LOG_CHARS
+    assert fake.ok_calls("chat.postMessage") == []
+
+
+@pytest.mark.parametrize(
+    ("body", "content_type"),
+    [
+        ("{not json", "application/json"),
+        ("[1, 2, 3]", "application/json"),
+        ('"just a string"', "application/json"),
+        ("payload=%7Bbroken", "application/x-www-form-urlencoded"),
+    ],
+)
+async def test_a_malformed_body_gets_400_not_500(fake, session, caplog, body, content_type):
+    async with serving(adapter_for(fake)) as adapter:
+        status, _ = await post(session, adapter, body, content_type=content_type)
+        assert status == 400
+        # the server is fine: the next (good) event is answered
+        assert await post_event(session, adapter, message_event("!roll 2")) == (200, "")
+        await settle(adapter)
+    assert len(fake.ok_calls("chat.postMessage")) == 1
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
+    assert "Traceback" not in caplog.text
 
 
 # --- names and shutdown ---------------------------------------------------------------------------

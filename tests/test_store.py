@@ -493,3 +493,85 @@ def test_chat_keeps_room_settings_across_restarts(
     shown = chat("!variant\n").splitlines()
     assert "5th edition" in shown[0], shown  # "This room plays ... 5th edition."
     assert any(line.startswith("• v5") for line in shown), shown  # the current one is marked
+
+
+def test_schema_head_constant_is_alembics_head() -> None:
+    """Start-up compares a SQLite database with ``SCHEMA_HEAD`` without Alembic: it must name
+    the newest migration shipped."""
+    from coterie.storage.sql import SCHEMA_HEAD
+
+    assert head_revision() == SCHEMA_HEAD
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "sqlite:///relative/state.db",
+        "sqlite:////absolute/state.db",
+        "sqlite+aiosqlite:////with%20space/a.db?mode=rwc",
+        "sqlite+pysqlite:///~/x.db",
+    ],
+)
+def test_sqlite_urls_read_as_sqlalchemy_reads_them(url: str) -> None:
+    from sqlalchemy.engine import make_url
+
+    from coterie.storage.migrate import sqlite_file
+
+    database = make_url(url).database
+    assert database is not None
+    assert sqlite_file(url) == Path(database).expanduser()
+
+
+def test_a_current_sqlite_schema_opens_without_sqlalchemy(
+    tmp_path: Path, cli_env: dict[str, str]
+) -> None:
+    """Start-up on a database at the newest schema reads its revision with plain sqlite3 and
+    neither imports SQLAlchemy nor Alembic; a new database is migrated (they are imported)."""
+    import subprocess
+    import sys
+
+    script = (
+        "import asyncio, sys\n"
+        "from coterie.framework.config import parse_config\n"
+        "from coterie.storage.migrate import open_store\n"
+        "async def main():\n"
+        "    store = await open_store(parse_config({}))\n"
+        "    await store.set('ns', 'k', 1)\n"
+        "    assert await store.get('ns', 'k') == 1\n"
+        "    await store.close()\n"
+        "asyncio.run(main())\n"
+        "print(sorted(m for m in ('sqlalchemy', 'alembic', 'aiosqlite') if m in sys.modules))\n"
+    )
+    env = {**cli_env, DATABASE_URL_ENV: f"sqlite:///{tmp_path / 'state.db'}"}
+
+    def run() -> str:
+        done = subprocess.run(
+            [sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=60
+        )
+        assert done.returncode == 0, done.stderr
+        return done.stdout.strip()
+
+    assert run() == "['aiosqlite', 'alembic', 'sqlalchemy']"  # created: migrated
+    assert run() == "[]"  # current: plain sqlite3 only
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+async def test_sql_stores_offer_an_engine_for_plugins_tables(
+    backend: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """docs/storage.md: a plugin may keep tables of its own through ``store.engine``."""
+    if backend == "sqlite":
+        url = f"sqlite:///{tmp_path / 'state.db'}"
+    else:
+        url = request.getfixturevalue("pg_url")
+    store = await _sql_store(url)
+    try:
+        await store.set("ns", "k", 1)
+        async with store.engine.begin() as conn:
+            await conn.execute(sa.text("CREATE TABLE my_plugin_things (n integer)"))
+            await conn.execute(sa.text("INSERT INTO my_plugin_things VALUES (7)"))
+        async with store.engine.connect() as conn:
+            assert await conn.scalar(sa.text("SELECT n FROM my_plugin_things")) == 7
+            assert await conn.scalar(sa.text("SELECT count(*) FROM kv")) == 1
+    finally:
+        await store.close()

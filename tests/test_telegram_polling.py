@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import socket
 import time
 from collections.abc import AsyncIterator
 
@@ -15,6 +16,7 @@ import pytest
 from coterie.storage.state import MemoryStore
 from coterie_telegram.bot import EXPIRED, UNKNOWN_BUTTON
 from telegram_fake import (
+    BOT_TOKEN,
     BOT_USERNAME,
     PNG,
     FakeTelegram,
@@ -23,6 +25,7 @@ from telegram_fake import (
     make_adapter,
     make_core,
     serving,
+    settings_for,
     settle,
 )
 
@@ -198,6 +201,31 @@ async def test_a_private_answer_goes_to_the_private_chat(fake, lynn, mark):
     assert links == [f"https://t.me/{BOT_USERNAME}?start=private"]  # a deep link to start it
     forbidden = [c for c in fake.attempts("sendMessage") if c.status == 403]
     assert [c.params["chat_id"] for c in forbidden] == [str(lynn["id"])]
+
+
+async def test_a_flooder_gets_one_short_slow_down_privately_or_in_one_line(fake, lynn, mark):
+    """The slow-down notice is ephemeral: in the private chat when the player has started the
+    bot (Mark), else one short line in the group (Lynn) — never the "start a chat" notice."""
+    fake.add_chat(mark["id"], "private", title="Mark")
+    core = make_core(limits={"rate": {"user_burst": 3, "user_per_minute": 0.1}})
+    async with serving(make_adapter(fake, core=core)) as adapter:
+        for _ in range(8):
+            await fake.user_message(GROUP, lynn, "!roll 2 6")
+            await fake.user_message(GROUP, mark, "!roll 2 6")
+        await fake.wait_sent(3 + 3 + 1)
+        await quiet(fake, adapter)
+    group = texts(fake, GROUP)
+    rolls = [t for t in group if "2 dice" in t]
+    notices = [t for t in group if "2 dice" not in t]
+    assert len(rolls) == 6  # three each
+    assert notices == [
+        "Lynn: slow down, please: too many commands from you just now. "
+        "Try again in about 10 minutes."
+    ]
+    assert texts(fake, mark["id"]) == [
+        "⚠ slow down, please: too many commands from you just now. Try again in about 10 minutes."
+    ]
+    assert not any("privately" in t for t in group)
 
 
 async def test_bots_edits_forwards_and_other_updates_are_ignored(fake, lynn):
@@ -387,14 +415,70 @@ async def test_polling_backs_off_on_network_errors_and_429(fake, lynn):
     assert served.at - limited.at >= 0.95  # retry_after
 
 
-async def test_sending_backs_off_on_network_errors(fake, lynn):
+async def test_a_send_that_may_have_arrived_is_not_sent_again(fake, lynn, caplog):
+    # the connection drops after Telegram got the request: it may have posted the message
     fake.drop_next("sendMessage")
+    async with serving(make_adapter(fake, faces=[8])) as adapter:
+        await fake.user_message(GROUP, lynn, "!roll 1 6")
+        await fake.wait_for(lambda: fake.attempts("sendMessage"), "a send")
+        await settle(adapter)
+    assert [c.status for c in fake.attempts("sendMessage")] == [0]
+    assert "may not have arrived" in caplog.text
+
+
+async def test_a_timed_out_send_is_not_posted_twice(fake, lynn, monkeypatch, caplog):
+    """Telegram posts the reply but answers after the client gave up (a read time-out): the
+    reply must not be sent a second time."""
+    monkeypatch.setattr("coterie_telegram.bot.READ_TIMEOUT", 0.5)
+    fake.answer_late_next("sendMessage", 1.5)
     async with serving(make_adapter(fake, faces=[8])) as adapter:
         await fake.user_message(GROUP, lynn, "!roll 1 6")
         await fake.wait_sent(1)
         await settle(adapter)
-    dropped, sent = fake.attempts("sendMessage")
-    assert dropped.status == 0 and sent.ok and sent.at - dropped.at >= 0.95
+        await asyncio.sleep(1.2)  # a retry, if there were one, would have gone out by now
+    assert len(fake.sent(GROUP)) == 1
+    assert len(fake.attempts("sendMessage")) == 1
+    assert "may not have arrived" in caplog.text
+
+
+async def test_a_send_that_never_left_is_retried(fake):
+    """A refused connection proves Telegram never got the call: sent again (once)."""
+    from coterie_telegram.bot import TelegramBot, make_bot, not_processed
+    from coterie_telegram.settings import Credentials, TelegramSettings
+
+    with socket.socket() as probe:  # a loopback port nobody listens on
+        probe.bind(("127.0.0.1", 0))
+        closed = probe.getsockname()[1]
+    settings = TelegramSettings.from_table(settings_for(fake, rate_limit_retries=2))
+    credentials = Credentials(bot_token=BOT_TOKEN)
+    nowhere = make_bot(
+        TelegramSettings.from_table(settings_for(fake, api_url=f"http://127.0.0.1:{closed}/bot")),
+        credentials,
+    )
+    core = make_core()
+    bot = TelegramBot(core, settings, credentials)
+    senders = [nowhere, bot.bot]
+    errors: list[BaseException] = []
+
+    async def send() -> object:
+        sender = senders.pop(0)
+        try:
+            return await sender.send_message(GROUP, "hello")
+        except Exception as error:
+            errors.append(error)
+            raise
+
+    # only its HTTP client is started: initialize() would ask the closed port for getMe
+    for request in nowhere._request:
+        await request.initialize()
+    try:
+        async with bot.bot:
+            await bot.call("sendMessage", send, idempotent=False)
+    finally:
+        for request in nowhere._request:
+            await request.shutdown()
+    assert len(errors) == 1 and not_processed(errors[0])
+    assert [m["text"] for m in fake.sent(GROUP)] == ["hello"]
 
 
 async def test_refused_html_and_a_lost_topic_fall_back(fake, lynn):
@@ -504,3 +588,35 @@ async def test_a_secret_for_someone_who_never_started_the_bot_leaves_one_short_n
     assert room[0].startswith("Lynn made a secret roll.")
     assert room[1].startswith("Lynn: an answer is only for you") and len(room) == 2
     assert not any("9 9" in text for text in room)
+
+
+async def test_a_hanging_third_party_command_leaves_other_chats_answering(fake, lynn, mark):
+    """A plugin's `time.sleep` (in a worker thread) in one group: another group's `!roll` is
+    answered meanwhile, in its normal time; the sleeper gets "took too long"."""
+    from coterie.dice.sources import SeededDice
+    from coterie.framework.app import Coterie
+    from coterie.framework.config import Config
+    from coterie.framework.plugins import PluginHost
+    from hanging_plugin import HangingPlugin
+
+    other = -1002
+    fake.add_chat(other, "group", title="Another table")
+    host = PluginHost()
+    host.load(["revised", "telegram"])
+    host.register(TelegramTestCommands(), "telegram-test")
+    host.register(HangingPlugin(), "hanging")
+    config = Config.model_validate(
+        {"plugins": {"enable": ["revised", "telegram"]}, "limits": {"command_timeout": 1.5}}
+    )
+    core = Coterie(config, host=host, dice=SeededDice(1))
+    async with serving(make_adapter(fake, core=core)) as adapter:
+        await fake.user_message(GROUP, lynn, "!nap 3")
+        await asyncio.sleep(0.3)
+        started = time.monotonic()
+        await fake.user_message(other, mark, "!roll 2 6")
+        [answer] = await fake.wait_sent(1, other)
+        took = time.monotonic() - started
+        [late] = await fake.wait_sent(1, GROUP)
+        await settle(adapter)
+    assert "2 dice" in answer["text"] and took < 1.0, took
+    assert late["text"].startswith("⚠ `!nap` took too long")

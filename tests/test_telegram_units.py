@@ -12,6 +12,7 @@ import subprocess
 import sys
 from typing import Any
 
+import httpx
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -473,19 +474,41 @@ async def test_calls_are_retried_on_429_and_network_errors_only(monkeypatch):
     monkeypatch.setattr(telegram_bot, "FIRST_BACKOFF", 0.001)
     bot = make_bot()
     flaky = Flaky(RetryAfter(0), TimedOut())
-    assert await bot.call("x", flaky) == "done" and flaky.calls == 3
+    assert await bot.call("x", flaky, idempotent=True) == "done" and flaky.calls == 3
     flaky = Flaky(*(NetworkError("down") for _ in range(3)))
     with pytest.raises(NetworkError):
-        await bot.call("x", flaky)
+        await bot.call("x", flaky, idempotent=True)
     assert flaky.calls == 3  # the first try and rate_limit_retries = 2 retries
     flaky = Flaky(BadRequest("Chat not found"))
     with pytest.raises(BadRequest):
-        await bot.call("x", flaky)
+        await bot.call("x", flaky, idempotent=True)
     assert flaky.calls == 1
     flaky = Flaky(RetryAfter(3600))  # a flood wait of an hour is not waited out
     with pytest.raises(RetryAfter):
-        await bot.call("x", flaky)
+        await bot.call("x", flaky, idempotent=True)
     assert flaky.calls == 1
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+async def test_a_send_is_retried_only_when_it_provably_did_not_happen(monkeypatch):
+    monkeypatch.setattr(telegram_bot, "FIRST_BACKOFF", 0.001)
+    bot = make_bot()
+    # a 429 and a request that never left are safe to send again
+    refused = NetworkError("httpx.ConnectError: refused")
+    refused.__cause__ = httpx.ConnectError("refused")
+    flaky = Flaky(RetryAfter(0), refused)
+    assert await bot.call("sendMessage", flaky, idempotent=False) == "done"
+    assert flaky.calls == 3
+    # a time-out or a dropped connection after the request went out: it may have been posted
+    late = TimedOut()
+    late.__cause__ = httpx.ReadTimeout("no answer")
+    dropped = NetworkError("httpx.RemoteProtocolError: Server disconnected")
+    dropped.__cause__ = httpx.RemoteProtocolError("Server disconnected")
+    for error in (late, dropped, NetworkError("Bad Gateway")):
+        flaky = Flaky(error)
+        with pytest.raises(NetworkError):
+            await bot.call("sendMessage", flaky, idempotent=False)
+        assert flaky.calls == 1
 
 
 async def test_chat_locks_keep_order_and_are_forgotten():

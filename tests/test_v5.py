@@ -525,7 +525,7 @@ def test_cli_json_specialty_and_difficulty_zero(capsys: pytest.CaptureFixture[st
         (["--pool", "3", "--willpower"], "the v5 rules have no willpower option"),
         (["--pool", "3", "--hunger", "6"], "--hunger must be between 0 and 5, not 6"),
         (["--pool", "3", "--difficulty", "31"], "--difficulty must be between 0 and 30"),
-        (["--pool", "3", "--specialty", "--faces", "1,2,3"], "gives 3 faces but this roll has 4"),
+        (["--pool", "3", "--specialty", "--faces", "1,2,3"], "needs at least 4 dice, but 3 face"),
         (["--pool", "-1"], "no negative dots"),
     ],
 )

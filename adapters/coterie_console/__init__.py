@@ -20,7 +20,7 @@ import re
 import signal
 import sys
 import threading
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
@@ -52,6 +52,13 @@ class ConsoleAdapter(Adapter):
 
     name = "console"
     summary = "a chat room in the terminal, for one player or the whole table"
+
+    @classmethod
+    def encode_text(cls, body: Sequence[Node]) -> str | None:
+        """The reply body as this platform is sent it (ANSI colours)."""
+        from coterie_console.ansi import AnsiEncoder
+
+        return AnsiEncoder().encode(body)
 
     def __init__(
         self,

@@ -15,7 +15,7 @@ import asyncio
 import contextlib
 import importlib.util
 import logging
-from collections.abc import Awaitable, Mapping
+from collections.abc import Awaitable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -25,6 +25,7 @@ from coterie_matrix.settings import WHERE, Credentials, MatrixSettings, read_cre
 
 if TYPE_CHECKING:
     from coterie.framework.app import Coterie
+    from coterie.render.elements import Node
     from coterie_matrix.bot import MatrixBot
 
 log = logging.getLogger("coterie.matrix")
@@ -50,6 +51,14 @@ class MatrixAdapter(Adapter):
 
     name = "matrix"
     summary = "Matrix rooms (matrix-nio), end-to-end encrypted ones included"
+    settings_model = MatrixSettings
+
+    @classmethod
+    def encode_text(cls, body: Sequence[Node]) -> str | None:
+        """The reply body as this platform is sent it (the ``formatted_body`` HTML)."""
+        from coterie_matrix.formatting import MatrixHtmlEncoder
+
+        return MatrixHtmlEncoder().encode(body)
 
     @classmethod
     def check_settings(cls, settings: Mapping[str, Any]) -> None:

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import io
 import logging
 import time
@@ -46,6 +47,7 @@ from nio import (  # type: ignore[import-untyped]
     LoginResponse,
     MegolmEvent,
     RoomCreateResponse,
+    RoomMessagesResponse,
     RoomSendResponse,
     SyncResponse,
     UploadResponse,
@@ -56,10 +58,12 @@ from coterie.framework.adapter import drain_tasks
 from coterie.framework.app import Coterie
 from coterie.framework.message import Message
 from coterie.render.elements import Image, Private, Reply
+from coterie.retry import Backoff as Backoff  # re-exported: the adapter's reconnect loop
+from coterie.retry import retry
 from coterie_matrix import content
 from coterie_matrix.content import Target
+from coterie_matrix.formatting import FORMAT, button_keys, escape, render
 from coterie_matrix.formatting import Part as TextPart
-from coterie_matrix.formatting import button_keys, escape, render
 from coterie_matrix.incoming import read_command
 from coterie_matrix.session import RecentRecords, Session
 from coterie_matrix.settings import Credentials, MatrixSettings
@@ -71,9 +75,9 @@ PLATFORM = "matrix"
 DRAIN_SECONDS = 10.0
 #: answered event ids remembered (a restart resumes at most one sync behind)
 ANSWERED_SIZE = 5000
-#: replies whose reaction buttons can be pressed, and for how long
+#: replies whose reaction buttons can be pressed (how long: the ``button_ttl`` setting)
 BUTTON_RECORDS = 2000
-BUTTON_SECONDS = 24 * 3600.0
+BUTTONS_NAMESPACE = "matrix.buttons"
 #: undecryptable events kept for a late key: how many, how long
 UNDECRYPTED_SIZE = 200
 UNDECRYPTED_SECONDS = 300.0
@@ -87,8 +91,10 @@ TYPING_RENEW = 20.0
 TYPING_LIMIT = 600.0
 #: how long the sync loop waits for the answers to one sync before it syncs again
 ANSWER_WAIT = 0.5
-#: timeline events per room and sync (a gap after a long absence is read up to this many)
+#: timeline events per room and sync; a longer gap (a limited timeline) is read back with
+#: ``/messages``, :data:`CATCH_UP_PAGE` events a request, up to ``catch_up_limit``
 TIMELINE_LIMIT = 100
+CATCH_UP_PAGE = 100
 
 #: failures of the connection itself: retried with back-off
 CONNECTION_ERRORS: tuple[type[Exception], ...] = (
@@ -124,21 +130,8 @@ class Unreachable(RuntimeError):
     """The homeserver answered with a transient error (e.g. 502 from its proxy)."""
 
 
-class Backoff:
-    """Exponential waits: ``initial``, doubling, at most ``maximum``; :meth:`reset` on success."""
-
-    def __init__(self, initial: float, maximum: float) -> None:
-        self.initial = initial
-        self.maximum = maximum
-        self._next = initial
-
-    def next(self) -> float:
-        wait = self._next
-        self._next = min(self._next * 2, self.maximum)
-        return wait
-
-    def reset(self) -> None:
-        self._next = self.initial
+#: what a send retries (with the same transaction id, so never twice): a lost connection, a 5xx
+SEND_RETRIED: tuple[type[Exception], ...] = (*CONNECTION_ERRORS, Unreachable)
 
 
 @dataclass
@@ -169,7 +162,7 @@ class MatrixBot:
         self.user_id = settings.user_id
         self.session = Session(core.state, settings.user_id, store_dir)
         self.answered = RecentRecords(core.state, "matrix.answered", ANSWERED_SIZE)
-        self.buttons = RecentRecords(core.state, "matrix.buttons", BUTTON_RECORDS)
+        self.buttons = RecentRecords(core.state, BUTTONS_NAMESPACE, BUTTON_RECORDS)
         self.client: Any = None
         #: the token the next sync starts from (``None``: a fresh session, the backlog is skipped)
         self.next_batch: str | None = None
@@ -185,6 +178,13 @@ class MatrixBot:
         self._backoff = Backoff(settings.reconnect_initial, settings.reconnect_max)
         self._failure: LoginFailed | None = None
         self._presses = asyncio.Lock()
+        #: timers that take a reply's buttons back when they lapse
+        self._lapses: dict[str, asyncio.Task[None]] = {}
+        self._swept = False
+        #: per room, in the sync being processed: commands too old to answer, and whether reading
+        #: back stopped before it reached where the bot left off
+        self._skipped: dict[str, list[str]] = {}
+        self._cut_short: set[str] = set()
 
     # --- logging in ------------------------------------------------------------------------------
 
@@ -369,7 +369,7 @@ class MatrixBot:
         fresh = self.next_batch is None
         batch = _Batch(token=response.next_batch, tasks=set())
         self._batches.append(batch)
-        await self._process(response, batch, backlog=fresh)
+        await self._process(response, batch, backlog=fresh, since=self.next_batch)
         self.next_batch = response.next_batch
         if batch.tasks:
             # Answer before asking for more: the homeserver (one process) then serves the
@@ -408,6 +408,12 @@ class MatrixBot:
         to-device messages; then encrypted events whose key may have arrived."""
         if self._invitations:
             await self._answer_invitations()
+        if not self._swept:
+            self._swept = True
+            try:
+                await self._sweep_buttons()
+            except Exception:  # buttons are a convenience: never stop the sync loop for them
+                log.exception("could not check the reaction buttons")
         client = self.client
         if client.olm is None:
             return
@@ -432,7 +438,9 @@ class MatrixBot:
 
     # --- what a sync brings ----------------------------------------------------------------------
 
-    async def _process(self, response: Any, batch: _Batch, *, backlog: bool) -> None:
+    async def _process(
+        self, response: Any, batch: _Batch, *, backlog: bool, since: str | None = None
+    ) -> None:
         for room_id, info in response.rooms.invite.items():
             await self._on_invite(room_id, info.invite_state)
         for room_id, info in response.rooms.leave.items():
@@ -441,9 +449,80 @@ class MatrixBot:
             if response.rooms.join:
                 log.info("skipped the backlog of %d room(s)", len(response.rooms.join))
             return
+        self._skipped.clear()
+        self._cut_short.clear()
         for room_id, info in response.rooms.join.items():
-            for event in self._after_own_join(info.timeline.events):
+            events = list(info.timeline.events)
+            if getattr(info.timeline, "limited", False) and since and info.timeline.prev_batch:
+                events = [*await self._read_back(room_id, info.timeline.prev_batch, since), *events]
+            for event in self._after_own_join(events):
                 self._on_event(room_id, event, batch)
+            if self._skipped.get(room_id) or room_id in self._cut_short:
+                self._tell_skipped(room_id, events, batch)
+
+    async def _read_back(self, room_id: str, start: str, since: str) -> list[Any]:
+        """The events a limited sync left out of ``room_id``'s timeline, oldest first: paged
+        back with ``/messages`` from ``start`` (the timeline's ``prev_batch``) to ``since`` (the
+        sync token the bot left off at). Bounded by ``catch_up_limit`` events and by
+        ``max_event_age`` (a page that reaches older events is the last one); when it stops
+        before ``since``, the room is marked cut short (see :meth:`_tell_skipped`)."""
+        limit = self.settings.catch_up_limit
+        pages: list[list[Any]] = []
+        read = 0
+        token = start
+        while True:
+            if read >= limit:
+                self._cut_short.add(room_id)
+                break
+            try:
+                page = await self.client.room_messages(
+                    room_id, start=token, end=since, limit=min(CATCH_UP_PAGE, limit - read)
+                )
+            except CONNECTION_ERRORS as error:
+                page = error
+            if not isinstance(page, RoomMessagesResponse):
+                log.warning("could not read back the history of %s: %s", room_id, _describe(page))
+                self._cut_short.add(room_id)
+                break
+            pages.append(list(page.chunk))
+            read += len(page.chunk)
+            if not page.chunk or not page.end or page.end == token:
+                break  # back where the bot left off
+            oldest = getattr(page.chunk[-1], "source", {}).get("origin_server_ts")
+            if (
+                isinstance(oldest, int)
+                and self.clock() - oldest / 1000 > self.settings.max_event_age
+            ):
+                self._cut_short.add(room_id)  # what is older is too old to answer anyway
+                break
+            token = page.end
+        if read:
+            log.info("read back %d event(s) of %s missed while away", read, room_id)
+        return [event for chunk in reversed(pages) for event in reversed(chunk)]
+
+    def _tell_skipped(self, room_id: str, events: list[Any], batch: _Batch) -> None:
+        """One notice in the room about the commands it did not answer after an absence."""
+        skipped = self._skipped.get(room_id, [])
+        cut_short = room_id in self._cut_short
+        first = next((getattr(e, "event_id", None) for e in events), None) or room_id
+        key = f"skipped:{skipped[-1] if skipped else first}"
+        text = skipped_notice(
+            len(skipped),
+            cut_short=cut_short,
+            max_age=self.settings.max_event_age,
+            limit=self.settings.catch_up_limit,
+        )
+        self._spawn(key, self._send_notice(room_id, text, key), batch)
+
+    async def _send_notice(self, room_id: str, text: str, cause: str) -> None:
+        body = {
+            "msgtype": "m.notice",
+            "body": text,
+            "format": FORMAT,
+            "formatted_body": escape(text),
+            "m.mentions": {},
+        }
+        await self.send(room_id, "m.room.message", body, content.transaction_id(cause, "notice"))
 
     def _after_own_join(self, events: list[Any]) -> list[Any]:
         """The timeline after the bot's own join, if it joined in this sync: history from before
@@ -492,7 +571,10 @@ class MatrixBot:
         room = self.client.rooms.get(room_id)
         me = room.users.get(self.user_id) if room is not None else None
         command = read_command(body, self.user_id, me.display_name if me is not None else None)
-        if command is None or not isinstance(sender, str) or self._too_old(source):
+        if command is None or not isinstance(sender, str):
+            return
+        if self._too_old(source):
+            self._skipped.setdefault(room_id, []).append(event_id)
             return
         direct = room is not None and not room.is_named and room.joined_count <= 2
         message = Message(
@@ -590,7 +672,10 @@ class MatrixBot:
                 problem = f"Only {who} can use these buttons: they belong to that roll."
             elif record.get("used"):
                 problem = "These buttons were already used."
-            elif self.clock() - float(record.get("ts") or 0) > BUTTON_SECONDS:
+            elif (
+                record.get("lapsed")
+                or self.clock() - float(record.get("ts") or 0) > self.settings.button_ttl
+            ):
                 problem = "These buttons have expired: type the command instead."
             else:
                 problem = None
@@ -616,7 +701,18 @@ class MatrixBot:
             await self.deliver(reply, target, owner=presser, cause=event_id)
 
     async def _remove_keys(self, room_id: str, record: Mapping[str, Any], cause: str) -> None:
-        """Take the bot's own reactions off a reply whose button was pressed (best effort)."""
+        """Take the bot's own reactions off a reply whose button was pressed or whose buttons
+        lapsed (best effort), and note it in the record."""
+        target = record.get("event")
+        timer = self._lapses.pop(target, None) if isinstance(target, str) else None
+        if timer is not None and timer is not asyncio.current_task():
+            timer.cancel()
+        if isinstance(target, str):
+            async with self._presses:
+                stored = await self.buttons.get(target)
+                if isinstance(stored, dict):
+                    record = stored
+                    await self.buttons.put(target, {**stored, "removed": True})
         for index, reaction_id in enumerate((record.get("reactions") or {}).values()):
             try:
                 response = await self.client.room_redact(
@@ -785,6 +881,8 @@ class MatrixBot:
             "reactions": {},
             "used": False,
             "ts": self.clock(),
+            "room": target.room_id,
+            "event": event_id,
         }
         await self.buttons.put(event_id, record)
         for index, key in enumerate(options):
@@ -794,31 +892,90 @@ class MatrixBot:
                 content.reaction(event_id, key),
                 content.transaction_id(cause, f"key{index}"),
             )
-            if reaction_id is not None:
-                record["reactions"][key] = reaction_id
-        await self.buttons.put(event_id, record)
+            if reaction_id is None:
+                continue
+            # each key is recorded as soon as it exists, into what is stored now: the player may
+            # press the first key while the others are still being added
+            async with self._presses:
+                stored = await self.buttons.get(event_id)
+                current = stored if isinstance(stored, dict) else record
+                current["reactions"] = {**(current.get("reactions") or {}), key: reaction_id}
+                await self.buttons.put(event_id, current)
+        stored = await self.buttons.get(event_id)
+        if isinstance(stored, dict) and stored.get("used"):
+            # pressed while its keys were being added: take back the ones added since
+            await self._remove_keys(target.room_id, stored, f"late:{cause}")
+        else:
+            self._lapse_later(target.room_id, event_id, self.settings.button_ttl)
+
+    def _lapse_later(self, room_id: str, event_id: str, seconds: float) -> None:
+        """Take a reply's buttons back once they lapse (unless pressed first)."""
+        old = self._lapses.pop(event_id, None)
+        if old is not None:
+            old.cancel()
+        task = asyncio.get_running_loop().create_task(self._lapse(room_id, event_id, seconds))
+        self._lapses[event_id] = task
+        task.add_done_callback(functools.partial(self._lapse_done, event_id))
+
+    def _lapse_done(self, event_id: str, task: asyncio.Task[None]) -> None:
+        if self._lapses.get(event_id) is task:
+            del self._lapses[event_id]
+
+    async def _lapse(self, room_id: str, event_id: str, seconds: float) -> None:
+        await asyncio.sleep(max(0.0, seconds))
+        async with self._presses:
+            record = await self.buttons.get(event_id)
+            if not isinstance(record, dict) or record.get("used") or record.get("removed"):
+                return
+            await self.buttons.put(event_id, {**record, "lapsed": True})
+        try:
+            await self._remove_keys(room_id, {**record, "event": event_id}, f"lapse:{event_id}")
+        except LoginFailed as error:
+            self._failure = error
+        log.info("the buttons of %s in %s lapsed: taken back", event_id, room_id)
+
+    async def _sweep_buttons(self) -> None:
+        """Once per start: take back the buttons that were pressed or lapsed while the bot was
+        away (or stopped before it took them back), and time the others."""
+        now = self.clock()
+        for key in await self.core.state.keys(BUTTONS_NAMESPACE, "id:"):
+            record = await self.core.state.get(BUTTONS_NAMESPACE, key)
+            if not isinstance(record, dict) or record.get("removed"):
+                continue
+            room_id, event_id = record.get("room"), key.removeprefix("id:")
+            if not isinstance(room_id, str):
+                continue  # recorded by an older version: nothing to go by
+            left = float(record.get("ts") or 0) + self.settings.button_ttl - now
+            if record.get("used") or record.get("lapsed"):
+                await self._remove_keys(room_id, {**record, "event": event_id}, f"sweep:{event_id}")
+            else:
+                self._lapse_later(room_id, event_id, left)
 
     async def _send_image(self, picture: Image, target: Target, txn: str) -> None:
         room = self.client.rooms.get(target.room_id)
         encrypted = bool(room is not None and room.encrypted)
         upload: Any = None
         keys: dict[str, Any] | None = None
-        backoff = Backoff(self.settings.reconnect_initial, self.settings.reconnect_max)
-        for attempt in range(SEND_ATTEMPTS):
-            try:
-                upload, keys = await self.client.upload(
+        try:
+            # safe to repeat: an upload that went through only leaves an unused file behind
+            upload, keys = await retry(
+                lambda: self.client.upload(
                     io.BytesIO(picture.data),
                     content_type=picture.mime,
                     filename=picture.filename,
                     encrypt=encrypted,
                     filesize=len(picture.data),
-                )
-                break
-            except CONNECTION_ERRORS as error:
-                if attempt + 1 == SEND_ATTEMPTS:
-                    log.warning("could not upload %s: %s", picture.filename, _describe(error))
-                    return
-                await asyncio.sleep(backoff.next())
+                ),
+                what=f"uploading {picture.filename}",
+                safe=lambda error: isinstance(error, CONNECTION_ERRORS),
+                attempts=SEND_ATTEMPTS,
+                backoff=self._send_backoff(),
+                logger=log,
+                level=logging.INFO,
+            )
+        except CONNECTION_ERRORS as error:
+            log.warning("could not upload %s: %s", picture.filename, _describe(error))
+            return
         if not isinstance(upload, UploadResponse):
             log.warning("the homeserver refused the upload of %s: %s", picture.filename, upload)
             await self.notify(target, f"I could not upload the image ({picture.alt}).", txn)
@@ -835,31 +992,42 @@ class MatrixBot:
         if room is not None and room.encrypted and self.client.olm is None:
             log.warning("not answering in %s: the room is encrypted and encryption is off", room_id)
             return None
-        backoff = Backoff(self.settings.reconnect_initial, self.settings.reconnect_max)
-        for attempt in range(SEND_ATTEMPTS):
-            try:
-                response = await self.client.room_send(
-                    room_id, event_type, body, tx_id=txn, ignore_unverified_devices=True
-                )
-            except CONNECTION_ERRORS as error:
-                if attempt + 1 == SEND_ATTEMPTS:
-                    log.warning("gave up sending to %s: %s", room_id, _describe(error))
-                    return None
-                await asyncio.sleep(backoff.next())
-                continue
-            except LocalProtocolError as error:
-                log.warning("cannot send to %s: %s", room_id, error)
-                return None
-            if isinstance(response, RoomSendResponse):
-                return str(response.event_id)
-            if _logged_out(response):
-                raise LoginFailed(f"the homeserver ended the session: {_describe(response)}")
-            if _is_transient(response) and attempt + 1 < SEND_ATTEMPTS:
-                await asyncio.sleep(backoff.next())
-                continue
-            log.warning("the homeserver refused a message to %s: %s", room_id, _describe(response))
+
+        async def attempt() -> Any:
+            response = await self.client.room_send(
+                room_id, event_type, body, tx_id=txn, ignore_unverified_devices=True
+            )
+            if _is_transient(response):
+                raise Unreachable(_describe(response))
+            return response
+
+        try:
+            # safe to repeat: the same transaction id makes the homeserver answer a repeat with
+            # the event it already made
+            response = await retry(
+                attempt,
+                what=f"sending to {room_id}",
+                safe=lambda error: isinstance(error, SEND_RETRIED),
+                attempts=SEND_ATTEMPTS,
+                backoff=self._send_backoff(),
+                logger=log,
+                level=logging.INFO,
+            )
+        except SEND_RETRIED as error:
+            log.warning("gave up sending to %s: %s", room_id, _describe(error))
             return None
+        except LocalProtocolError as error:
+            log.warning("cannot send to %s: %s", room_id, error)
+            return None
+        if isinstance(response, RoomSendResponse):
+            return str(response.event_id)
+        if _logged_out(response):
+            raise LoginFailed(f"the homeserver ended the session: {_describe(response)}")
+        log.warning("the homeserver refused a message to %s: %s", room_id, _describe(response))
         return None
+
+    def _send_backoff(self) -> Backoff:
+        return Backoff(self.settings.reconnect_initial, self.settings.reconnect_max)
 
     # --- rooms -----------------------------------------------------------------------------------
 
@@ -979,6 +1147,9 @@ class MatrixBot:
     async def close(self) -> None:
         """Finish pending answers, save the sync token, close the connection."""
         await self.drain()
+        for timer in list(self._lapses.values()):
+            timer.cancel()
+        await asyncio.gather(*self._lapses.values(), return_exceptions=True)
         if self.client is not None:
             try:
                 await self.checkpoint()
@@ -1026,3 +1197,27 @@ def _moderates(room: Any, user_id: str) -> bool:
         return int(levels.get_user_level(user_id)) >= ADMIN_POWER_LEVEL
     except (TypeError, ValueError, AttributeError):
         return False
+
+
+def skipped_notice(commands: int, *, cut_short: bool, max_age: float, limit: int) -> str:
+    """The notice after an absence: which commands were not answered, and what to do."""
+    age = describe_age(max_age)
+    if cut_short:
+        seen = f" (of those I saw, {commands} were too old to answer)" if commands else ""
+        return (
+            "I was away and could not read back this far: commands among the older messages "
+            f"were not answered{seen}. I read back at most {limit} messages, none older than "
+            f"{age}. Send again what still matters."
+        )
+    return (
+        f"I was away: {commands} command(s) sent more than {age} before I saw them were not "
+        "answered. Send again what still matters."
+    )
+
+
+def describe_age(seconds: float) -> str:
+    if seconds >= 7200:
+        return f"{seconds / 3600:.0f} hours"
+    if seconds >= 120:
+        return f"{seconds / 60:.0f} minutes"
+    return f"{seconds:.0f} seconds"

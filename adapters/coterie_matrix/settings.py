@@ -16,7 +16,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from coterie.errors import ConfigError
-from coterie.framework.config import validate_table
+from coterie.framework.config import SECRET_ENV, validate_table
 
 WHERE = "adapters.matrix"
 
@@ -47,9 +47,11 @@ class MatrixSettings(BaseModel):
     #: the bot account, e.g. ``@coterie:example.org``
     user_id: str
     #: the environment variable holding an access token (used when it is set)
-    access_token_env: str = Field(default="MATRIX_ACCESS_TOKEN", min_length=1)
+    access_token_env: str = Field(
+        default="MATRIX_ACCESS_TOKEN", min_length=1, json_schema_extra=SECRET_ENV
+    )
     #: the environment variable holding the account's password (used when no token is set)
-    password_env: str = Field(default="MATRIX_PASSWORD", min_length=1)
+    password_env: str = Field(default="MATRIX_PASSWORD", min_length=1, json_schema_extra=SECRET_ENV)
     #: the name of the bot's device (password login), shown in the account's session list
     device_name: str = Field(default="coterie", min_length=1, max_length=100)
     #: end-to-end encryption: answer in encrypted rooms (needs ``store_path``)
@@ -58,7 +60,9 @@ class MatrixSettings(BaseModel):
     #: token); relative paths are under the config's ``data_dir``
     store_path: str = Field(default="matrix", min_length=1)
     #: the environment variable holding the passphrase that encrypts the key store (optional)
-    store_passphrase_env: str = Field(default="MATRIX_STORE_PASSPHRASE", min_length=1)
+    store_passphrase_env: str = Field(
+        default="MATRIX_STORE_PASSPHRASE", min_length=1, json_schema_extra=SECRET_ENV
+    )
     #: which invitations the bot accepts: ``any``, ``allowlist`` (``allowed_inviters``) or ``none``
     invite_policy: Literal["any", "allowlist", "none"] = "any"
     #: ``@user:server`` (that user) or ``server`` (everyone on that homeserver)
@@ -79,6 +83,11 @@ class MatrixSettings(BaseModel):
     reconnect_max: float = Field(default=60.0, gt=0, le=3600)
     #: commands older than this (seconds) when the bot sees them are not answered
     max_event_age: float = Field(default=600.0, ge=1, le=7 * 24 * 3600)
+    #: after an absence: how many events per room the bot reads back (``/messages``) to where it
+    #: left off; older ones (and commands older than ``max_event_age``) are named in one notice
+    catch_up_limit: int = Field(default=1000, ge=0, le=100_000)
+    #: seconds a reply's reaction buttons can be pressed; then the bot takes them back
+    button_ttl: float = Field(default=24 * 3600.0, ge=1, le=7 * 24 * 3600)
 
     @field_validator("homeserver")
     @classmethod

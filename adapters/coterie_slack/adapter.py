@@ -15,7 +15,7 @@ import asyncio
 import contextlib
 import importlib.util
 import logging
-from collections.abc import Awaitable, Mapping
+from collections.abc import Awaitable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from coterie.errors import ConfigError
@@ -24,6 +24,7 @@ from coterie_slack.settings import WHERE, Credentials, SlackSettings, read_crede
 
 if TYPE_CHECKING:
     from coterie.framework.app import Coterie
+    from coterie.render.elements import Node
     from coterie_slack.bot import SlackBot
 
 log = logging.getLogger("coterie.slack")
@@ -36,6 +37,14 @@ class SlackAdapter(Adapter):
 
     name = "slack"
     summary = "Slack workspaces (slack-bolt): Socket Mode or the HTTP Events API"
+    settings_model = SlackSettings
+
+    @classmethod
+    def encode_text(cls, body: Sequence[Node]) -> str | None:
+        """The reply body as this platform is sent it (mrkdwn)."""
+        from coterie_slack.mrkdwn import SlackEncoder
+
+        return SlackEncoder().encode(body)
 
     @classmethod
     def check_settings(cls, settings: Mapping[str, Any]) -> None:
@@ -107,10 +116,11 @@ class SlackAdapter(Adapter):
 
     async def _serve_http(self, bot: SlackBot) -> None:
         from aiohttp import web
-        from slack_bolt.adapter.aiohttp import to_aiohttp_response, to_bolt_request
+        from slack_bolt.adapter.aiohttp import to_aiohttp_response
 
         async def endpoint(request: web.Request) -> web.Response:
-            response = await bot.bolt.async_dispatch(await to_bolt_request(request))
+            raw = await request.read()  # at most client_max_size (1 MiB): 413 beyond
+            response = await bot.dispatch_http(raw, request.query_string, request.headers)
             return await to_aiohttp_response(response)
 
         web_app = web.Application()

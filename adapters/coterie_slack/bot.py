@@ -17,7 +17,7 @@ import asyncio
 import logging
 import re
 import time
-from collections.abc import Awaitable, Callable, Coroutine, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Mapping, MutableMapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,8 +31,11 @@ from slack_sdk.http_retry.async_handler import AsyncRetryHandler
 from slack_sdk.http_retry.builtin_async_handlers import (
     AsyncConnectionErrorRetryHandler,
     AsyncRateLimitErrorRetryHandler,
-    AsyncServerErrorRetryHandler,
 )
+from slack_sdk.http_retry.request import HttpRequest
+from slack_sdk.http_retry.response import HttpResponse
+from slack_sdk.http_retry.state import RetryState
+from slack_sdk.signature import SignatureVerifier
 from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.webhook import WebhookResponse
 
@@ -40,6 +43,7 @@ from coterie.framework.adapter import drain_tasks
 from coterie.framework.app import Coterie
 from coterie.framework.message import Message
 from coterie.render.elements import Image, Private, Reply, Text
+from coterie.retry import Backoff
 from coterie_slack.blocks import (
     BUTTON_ACTION_PREFIX,
     SlackMessage,
@@ -62,7 +66,51 @@ DRAIN_SECONDS = 10.0
 ACK_BUDGET = 2.5
 #: where the de-duplication middleware leaves the delivery's id for the listener
 DELIVERY = "coterie_delivery"
+#: set by a listener whose reply failed (transiently) before the acknowledgement went out
+FAILED = "coterie_failed"
 _USER_ID = re.compile(r"[UW][A-Z0-9]{2,30}")
+
+
+#: the longest log line a Slack library may write (a request body never reaches the logs)
+MAX_LOG_CHARS = 300
+#: where a library's log message starts showing a request body
+_BODY = re.compile(r"(?i)\b(?:request )?body\b\s*[:=(]")
+#: the loggers of the Slack libraries (slack-bolt names its own ``slack_bolt.CLASS``)
+SLACK_LOGGERS = ("coterie.slack.bolt", "coterie.slack.web", "coterie.slack.socket")
+
+
+class QuietBodies(logging.Filter):
+    """slack-bolt logs whole request bodies (every unsigned request at INFO, bodies of failed
+    requests, envelopes at DEBUG): a record of a Slack library that would show a body says
+    "body: (not logged)" from there on, and no record is longer than :data:`MAX_LOG_CHARS`.
+    Tokens are also redacted by the log handler's filter (:mod:`coterie.logs`)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        try:
+            message = record.getMessage()
+        except Exception:
+            message = str(record.msg)
+        cut = _BODY.search(message)
+        if cut is not None:
+            message = message[: cut.start()] + "body: (not logged)"
+        if len(message) > MAX_LOG_CHARS:
+            message = message[:MAX_LOG_CHARS] + " … (cut)"
+        record.msg, record.args = message, None
+        return True
+
+
+def quiet_slack_loggers() -> None:
+    """Put :class:`QuietBodies` on every Slack library logger that exists now (call after the
+    Bolt app is built: it makes its ``slack_bolt.*`` loggers then)."""
+    names = [
+        name
+        for name in list(logging.root.manager.loggerDict)
+        if name.startswith(("slack_bolt", "slack_sdk", "coterie.slack."))
+    ]
+    for name in {*SLACK_LOGGERS, *names}:
+        logger = logging.getLogger(name)
+        if not any(isinstance(f, QuietBodies) for f in logger.filters):
+            logger.addFilter(QuietBodies())
 
 
 def is_user_message(event: Mapping[str, Any]) -> bool:
@@ -90,12 +138,73 @@ class Target:
     respond: AsyncRespond | None = None
 
 
+#: Web API answers that mean "not handled now, try again"
+SERVER_ERRORS = frozenset({500, 502, 503, 504})
+
+
+class ServerErrorRetry(AsyncRetryHandler):
+    """A 500, 502, 503 or 504 from the Web API is tried again, after Slack's ``Retry-After``
+    when it sends one, else after the shared back-off (1, 2, 4 … s with jitter,
+    :mod:`coterie.retry`)."""
+
+    def __init__(self, max_retry_count: int, *, initial: float = 1.0, maximum: float = 30.0):
+        super().__init__(max_retry_count=max_retry_count)
+        self.backoff = Backoff(initial, maximum)
+
+    async def _can_retry_async(
+        self,
+        *,
+        state: RetryState,
+        request: HttpRequest,
+        response: HttpResponse | None = None,
+        error: Exception | None = None,
+    ) -> bool:
+        return response is not None and response.status_code in SERVER_ERRORS
+
+    async def prepare_for_next_attempt_async(
+        self,
+        *,
+        state: RetryState,
+        request: HttpRequest,
+        response: HttpResponse | None = None,
+        error: Exception | None = None,
+    ) -> None:
+        state.next_attempt_requested = True
+        wait = retry_after(response)
+        if wait is None:
+            wait = self.backoff.delay(state.current_attempt + 1)
+        status = response.status_code if response is not None else "?"
+        log.warning("Slack answered %s to %s; trying again in %.1f s", status, request.url, wait)
+        await asyncio.sleep(wait)
+        state.increment_current_attempt()
+
+
+def passing(error: SlackApiError) -> bool:
+    """A Web API failure that may not happen again: a 5xx or a 429 (its retries spent)."""
+    status = getattr(error.response, "status_code", None)
+    return status == 429 or status in SERVER_ERRORS
+
+
+def retry_after(response: HttpResponse | None) -> float | None:
+    """The seconds of a ``Retry-After`` header, if the response has a readable one."""
+    if response is None:
+        return None
+    for name, values in response.headers.items():
+        if name.lower() == "retry-after" and values:
+            try:
+                return max(0.0, float(values[0]))
+            except (TypeError, ValueError):
+                return None
+    return None
+
+
 def retry_handlers(rate_limit_retries: int) -> list[AsyncRetryHandler]:
-    """Retry on dropped connections, on ``ratelimited`` (429, after Retry-After) and on 500/503."""
+    """Retry on dropped connections, on ``ratelimited`` (429, after Retry-After) and on 5xx
+    (after Retry-After or the back-off), at most ``rate_limit_retries`` times each."""
     return [
         AsyncConnectionErrorRetryHandler(max_retry_count=2),
         AsyncRateLimitErrorRetryHandler(max_retry_count=rate_limit_retries),
-        AsyncServerErrorRetryHandler(max_retry_count=1),
+        ServerErrorRetry(max_retry_count=rate_limit_retries),
     ]
 
 
@@ -215,6 +324,9 @@ class SlackBot:
         )
         self.recent = RecentDeliveries(core.state)
         self.names = DisplayNames(self.client)
+        self.verifier = (
+            SignatureVerifier(credentials.signing_secret) if credentials.signing_secret else None
+        )
         #: the bot's own user id, from ``auth.test`` (:meth:`start`)
         self.bot_user_id: str | None = None
         self._tasks: set[asyncio.Task[None]] = set()
@@ -238,7 +350,39 @@ class SlackBot:
         for name in self.settings.slash_commands:
             bolt.command(name)(self._on_command)
         bolt.action(re.compile(rf"^{re.escape(BUTTON_ACTION_PREFIX)}"))(self._on_button)
+        quiet_slack_loggers()
         return bolt
+
+    async def dispatch_http(
+        self, raw: bytes, query: str, headers: Mapping[str, str]
+    ) -> BoltResponse:
+        """One HTTP request from Slack: a bad signature (or a stale one) gets 401 and a body
+        that cannot be read 400, each with one short log line and nothing of the body; the rest
+        goes to Bolt. A reply that failed for a passing reason within the acknowledgement budget
+        gets 503: not acknowledged, so Slack delivers the event again."""
+        timestamp = headers.get("X-Slack-Request-Timestamp", "")
+        signature = headers.get("X-Slack-Signature", "")
+        try:
+            signed = self.verifier is not None and self.verifier.is_valid(raw, timestamp, signature)
+        except ValueError:  # a timestamp that is not a number
+            signed = False
+        if not signed:
+            log.info(
+                "refused a request with a missing, wrong or stale signature (%d bytes)", len(raw)
+            )
+            return BoltResponse(status=401, body="")
+        try:
+            request = AsyncBoltRequest(body=raw.decode("utf-8"), query=query, headers=dict(headers))
+        except (ValueError, TypeError, AttributeError, KeyError) as error:  # not UTF-8, JSON, form
+            log.info("refused a malformed request (%d bytes): %s", len(raw), type(error).__name__)
+            return BoltResponse(status=400, body="")
+        if not isinstance(request.body, dict):
+            log.info("refused a request whose body is not an object (%d bytes)", len(raw))
+            return BoltResponse(status=400, body="")
+        response = await self.bolt.async_dispatch(request)
+        if request.context.get(FAILED):
+            return BoltResponse(status=503, body="")
+        return response
 
     # --- lifecycle -------------------------------------------------------------------------------
 
@@ -279,31 +423,57 @@ class SlackBot:
         await drain_tasks(self._tasks, timeout, what="replies", log=log)
 
     async def _spawn(
-        self, work: Coroutine[Any, Any, None], what: str, context: Mapping[str, Any]
+        self, work: Coroutine[Any, Any, None], what: str, context: MutableMapping[str, Any]
     ) -> None:
-        """Answer in a tracked task; return when it is done, or after :data:`ACK_BUDGET`."""
+        """Answer in a tracked task; return when it is done, or after :data:`ACK_BUDGET`. A
+        reply that failed for a passing reason before then sets :data:`FAILED` in ``context``
+        (the delivery is then not acknowledged over HTTP: Slack sends it again)."""
         key = context.get(DELIVERY)
-        task = asyncio.get_running_loop().create_task(self._guarded(work, what, key))
+        outcome: list[bool] = []
+        task = asyncio.get_running_loop().create_task(self._guarded(work, what, key, outcome))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
         await asyncio.wait({task}, timeout=ACK_BUDGET)
+        if task.done() and outcome == [False]:
+            context[FAILED] = True
 
     async def _guarded(
-        self, work: Coroutine[Any, Any, None], what: str, key: str | None = None
+        self,
+        work: Coroutine[Any, Any, None],
+        what: str,
+        key: str | None = None,
+        outcome: list[bool] | None = None,
     ) -> None:
+        """Run ``work``; mark the delivery answered only when its reply went out (or can never
+        go out: Slack refused it for good). After a passing failure (5xx, 429, a lost connection,
+        once the retries are spent) the claim is given up, so Slack's next delivery of the same
+        event is answered instead of being taken for a duplicate."""
+        answered = True
         try:
             await work
         except SlackApiError as error:
+            answered = not passing(error)
             log.warning(
-                "Slack refused a call while answering %s: %s", what, error.response.get("error")
+                "Slack refused a call while answering %s: %s%s",
+                what,
+                error.response.get("error") or error.response.status_code,
+                "" if answered else " (not marked answered: a new delivery is answered)",
             )
+        except (aiohttp.ClientError, TimeoutError) as error:
+            answered = False
+            log.warning("the reply to %s could not be sent: %s", what, error)
         except Exception:
             log.exception("answering %s failed", what)
+        if outcome is not None:
+            outcome.append(answered)
         if key is not None:
             try:
-                await self.recent.done(key)
+                if answered:
+                    await self.recent.done(key)
+                else:
+                    await self.recent.release(key)
             except Exception:
-                log.exception("state store failed; %s is not marked answered", key)
+                log.exception("state store failed; %s is not marked", key)
 
     # --- listeners: hand over and return ---------------------------------------------------------
 

@@ -119,6 +119,13 @@ class RecentDeliveries:
         at = self._claimed.pop(key, now)
         await self._store.set(NAMESPACE, key, {"at": at, "claimed": now, "done": True})
 
+    async def release(self, key: str) -> None:
+        """``key`` (claimed here) could not be answered: the claim is dropped, so the next
+        delivery of it is :data:`NEW` at once (for any worker), not :data:`BUSY` or
+        :data:`DONE`."""
+        self._claimed.pop(key, None)
+        await self._store.delete(NAMESPACE, key)
+
     async def first_time(self, key: str) -> bool:
         """Claim ``key`` and mark it done at once; true unless it was seen within the window."""
         if await self.claim(key) != NEW:

@@ -15,7 +15,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from coterie.errors import ConfigError
-from coterie.framework.config import validate_table
+from coterie.framework.config import SECRET_ENV, validate_table
 
 WHERE = "adapters.slack"
 
@@ -35,11 +35,17 @@ class SlackSettings(BaseModel):
     #: ``socket`` (Socket Mode: an outgoing websocket, no public URL) or ``http`` (Events API)
     mode: Literal["socket", "http"] = "socket"
     #: the environment variable holding the bot token (``xoxb-…``)
-    bot_token_env: str = Field(default="SLACK_BOT_TOKEN", min_length=1)
+    bot_token_env: str = Field(
+        default="SLACK_BOT_TOKEN", min_length=1, json_schema_extra=SECRET_ENV
+    )
     #: the environment variable holding the app-level token (``xapp-…``; Socket Mode only)
-    app_token_env: str = Field(default="SLACK_APP_TOKEN", min_length=1)
+    app_token_env: str = Field(
+        default="SLACK_APP_TOKEN", min_length=1, json_schema_extra=SECRET_ENV
+    )
     #: the environment variable holding the signing secret (HTTP mode only)
-    signing_secret_env: str = Field(default="SLACK_SIGNING_SECRET", min_length=1)
+    signing_secret_env: str = Field(
+        default="SLACK_SIGNING_SECRET", min_length=1, json_schema_extra=SECRET_ENV
+    )
     #: HTTP mode: the address and port to listen on, and the path Slack posts to
     host: str = Field(default="127.0.0.1", min_length=1)
     port: int = Field(default=3000, ge=0, le=65535)
@@ -56,7 +62,8 @@ class SlackSettings(BaseModel):
     api_url: str = "https://slack.com/api/"
     #: Socket Mode: seconds between websocket pings; a dead connection is replaced after a few
     ping_interval: float = Field(default=10.0, gt=0, le=300)
-    #: how often one Web API call is retried after ``ratelimited`` (HTTP 429, honouring Retry-After)
+    #: how often one Web API call is retried after ``ratelimited`` (HTTP 429) or a 5xx (each time
+    #: after Retry-After, else the back-off)
     rate_limit_retries: int = Field(default=3, ge=0, le=10)
 
     @field_validator("path")

@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from coterie.errors import ConfigError
@@ -23,6 +23,7 @@ from coterie_telegram.settings import WHERE, Credentials, TelegramSettings, read
 
 if TYPE_CHECKING:
     from coterie.framework.app import Coterie
+    from coterie.render.elements import Node
     from coterie_telegram.bot import TelegramBot
 
 log = logging.getLogger("coterie.telegram")
@@ -37,6 +38,14 @@ class TelegramAdapter(Adapter):
 
     name = "telegram"
     summary = "Telegram groups and private chats (python-telegram-bot): long polling or a webhook"
+    settings_model = TelegramSettings
+
+    @classmethod
+    def encode_text(cls, body: Sequence[Node]) -> str | None:
+        """The reply body as this platform is sent it (HTML parse mode)."""
+        from coterie_telegram.html import TelegramEncoder
+
+        return TelegramEncoder().encode(body)
 
     @classmethod
     def check_settings(cls, settings: Mapping[str, Any]) -> None:

@@ -26,6 +26,7 @@ from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 from urllib.parse import quote
 
+import httpx
 from telegram import (
     Bot,
     BotCommand,
@@ -59,6 +60,7 @@ from coterie.framework.adapter import drain_tasks
 from coterie.framework.app import Coterie
 from coterie.framework.message import Message
 from coterie.render.elements import Actions, Button, Image, Private, Reply
+from coterie.retry import Backoff, retry
 from coterie.storage.state import StateStore
 from coterie_telegram.buttons import (
     MAX_CALLBACK_DATA,
@@ -79,6 +81,11 @@ ALLOWED_UPDATES = ("message", "callback_query")
 #: update ids already answered: kept two days (Telegram keeps an unconfirmed update one day)
 UPDATES_NAMESPACE = "telegram.updates"
 UPDATE_TTL = 2 * 86_400.0
+#: seconds after which an update claimed but never answered (its process died) is taken over
+#: when Telegram delivers it again
+CLAIM_LEASE = 60.0
+#: seconds between polls while only updates still being answered come back
+UNANSWERED_POLL = 0.25
 MAX_UPDATE_IDS = 2000
 #: a supergroup's id → the room id of the group it was before (``migrate_to_chat_id``)
 CHATS_NAMESPACE = "telegram.chats"
@@ -167,6 +174,35 @@ def retry_seconds(error: RetryAfter) -> float:
         warnings.simplefilter("ignore", PTBDeprecationWarning)
         value = error.retry_after
     return value.total_seconds() if isinstance(value, dtm.timedelta) else float(value)
+
+
+#: failures of the request itself that prove it never reached Telegram
+_NOT_SENT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
+
+
+def not_processed(error: BaseException) -> bool:
+    """True when ``error`` proves Telegram did not carry the call out, so sending it again
+    cannot post twice: a 429 (refused, "retry after"), or a request that never left (the
+    connection was refused or could not be opened, or no connection was free). A read time-out,
+    a dropped connection or a 5xx after the request went out prove nothing: false."""
+    if isinstance(error, RetryAfter):
+        return True
+    if isinstance(error, NetworkError) and not isinstance(error, BadRequest):
+        return isinstance(error.__cause__, _NOT_SENT)
+    return False
+
+
+def transient(error: BaseException) -> bool:
+    """A failure worth another try of an idempotent call: a 429, a network error, a time-out
+    or a 5xx (never a refusal such as 400, 401 or 403)."""
+    return isinstance(error, RetryAfter) or (
+        isinstance(error, NetworkError) and not isinstance(error, BadRequest)
+    )
+
+
+def server_wait(error: BaseException) -> float | None:
+    """The wait Telegram asked for with a 429, if ``error`` is one."""
+    return retry_seconds(error) if isinstance(error, RetryAfter) else None
 
 
 @dataclass(frozen=True)
@@ -261,6 +297,8 @@ class TelegramBot:
             ttl=UPDATE_TTL,
             max_entries=MAX_UPDATE_IDS,
         )
+        #: updates received and not answered yet (polling confirms no offset past them)
+        self.unanswered: set[int] = set()
         self.buttons = ButtonBoard(core.state, credentials.bot_id, ttl=settings.button_ttl)
         self.migrations = Migrations(core.state)
         self.words = CommandWords.of(core.commands)
@@ -275,7 +313,7 @@ class TelegramBot:
     async def start(self) -> None:
         """Check the token (``getMe``), learn the bot's username, register the command menu."""
         try:
-            await self.call("getMe", self.bot.initialize)
+            await self.call("getMe", self.bot.initialize, idempotent=True)
         except InvalidToken:
             raise RuntimeError(
                 f"Telegram refused the bot token from ${self.settings.bot_token_env}"
@@ -323,6 +361,16 @@ class TelegramBot:
             else:
                 async with self._chats.hold(chat):
                     await work
+        except NetworkError as error:
+            if isinstance(error, BadRequest):
+                log.warning("Telegram refused a call while handling %s: %s", what, error)
+            else:  # it may have arrived: reported, not sent again (no reply posted twice)
+                log.error(
+                    "a reply to %s may not have arrived (%s); it is not sent again, since "
+                    "Telegram may have posted it",
+                    what,
+                    error,
+                )
         except TelegramError as error:
             log.warning("Telegram refused a call while handling %s: %s", what, error)
         except Exception:
@@ -334,29 +382,24 @@ class TelegramBot:
 
     # --- the Bot API, with retries ---------------------------------------------------------------
 
-    async def call(self, what: str, action: Callable[[], Awaitable[T]]) -> T:
-        """``action()``, retried after a 429 (waiting ``retry_after``) or a network error
-        (after 1, 2, 4 … s), at most ``rate_limit_retries`` times. Other errors are raised."""
-        retries = self.settings.rate_limit_retries
-        delay = FIRST_BACKOFF
-        for attempt in range(retries + 1):
-            try:
-                return await action()
-            except RetryAfter as error:
-                wait = retry_seconds(error)
-                if attempt == retries or wait > MAX_RETRY_AFTER:
-                    raise
-                log.warning("%s: Telegram asks to wait %.0f s (429); retrying", what, wait)
-                await asyncio.sleep(wait)
-            except BadRequest:
-                raise  # a NetworkError subclass in python-telegram-bot, but never worth a retry
-            except NetworkError as error:
-                if attempt == retries:
-                    raise
-                log.warning("%s failed (%s); retrying in %.0f s", what, error, delay)
-                await asyncio.sleep(delay)
-                delay = min(delay * 2, MAX_BACKOFF)
-        raise AssertionError("unreachable")  # pragma: no cover
+    async def call(self, what: str, action: Callable[[], Awaitable[T]], *, idempotent: bool) -> T:
+        """``action()``, at most ``rate_limit_retries`` more times when that is safe: after a
+        429 (waiting ``retry_after``, up to :data:`MAX_RETRY_AFTER`) or a request that never
+        reached Telegram (:func:`not_processed`), and, for an ``idempotent`` call (setting the
+        webhook or the menu, answering a button), after any network error or time-out (waits of
+        1, 2, 4 … s with jitter). A send is not idempotent: a time-out while Telegram answers it
+        may mean the message went out, so it is raised, never sent again. Other errors are
+        raised."""
+        return await retry(
+            action,
+            what=what,
+            safe=transient if idempotent else not_processed,
+            attempts=self.settings.rate_limit_retries + 1,
+            backoff=Backoff(initial=FIRST_BACKOFF, maximum=MAX_BACKOFF),
+            server_wait=server_wait,
+            max_server_wait=MAX_RETRY_AFTER,
+            logger=log,
+        )
 
     # --- updates in ------------------------------------------------------------------------------
 
@@ -368,7 +411,7 @@ class TelegramBot:
             log.warning("ignored a delivery without an update_id")
             return False
         try:
-            first = await self.seen.add(str(update_id))
+            first = await self.seen.add(str(update_id), lease=CLAIM_LEASE)
         except Exception:  # a broken store must not silence the bot
             log.exception("state store failed; update %d handled without de-duplication", update_id)
             first = True
@@ -382,13 +425,26 @@ class TelegramBot:
             return True
         await self._capacity.acquire()
         chat = update.effective_chat
+        self.unanswered.add(update_id)
         self._spawn(
-            self._handle(update),
+            self._answer_update(update, update_id),
             what=f"update {update_id}",
             chat=chat.id if chat else None,
             release=True,
         )
         return True
+
+    async def _answer_update(self, update: Update, update_id: int) -> None:
+        """Handle an update, then mark it answered (in the store: a redelivery is not answered
+        again; in polling: its offset may be confirmed)."""
+        try:
+            await self._handle(update)
+        finally:
+            self.unanswered.discard(update_id)
+            try:
+                await self.seen.done(str(update_id))
+            except Exception:
+                log.exception("could not mark update %d answered", update_id)
 
     async def _handle(self, update: Update) -> None:
         if update.message is not None:
@@ -486,6 +542,7 @@ class TelegramBot:
                 lambda: self.bot.edit_message_reply_markup(
                     chat_id=origin.chat.id, message_id=origin.message_id
                 ),
+                idempotent=True,
             )
         thread = (
             origin.message_thread_id
@@ -524,6 +581,7 @@ class TelegramBot:
                 lambda: self.bot.answer_callback_query(
                     query.id, text=text, show_alert=alert if text else None
                 ),
+                idempotent=True,
             )
         except BadRequest as error:  # the query is older than Telegram's answer window
             log.info("could not answer a button press: %s", error)
@@ -645,6 +703,7 @@ class TelegramBot:
                     reply_parameters=reply_parameters,
                     reply_markup=markup,
                 ),
+                idempotent=False,
             )
             return
         text = piece
@@ -665,12 +724,15 @@ class TelegramBot:
                 reply_markup=markup,
                 link_preview_options=preview,
             ),
+            idempotent=False,
         )
 
     async def _deliver_privately(self, reply: Reply, target: Target) -> None:
         """A reply only the player may see: in their private chat with the bot (a user's id is
         their private chat's id). Telegram lets a bot write there only after the player has
-        started it; otherwise a notice in the group says so (without the reply)."""
+        started it; otherwise a notice in the group says so (without the reply) — except for a
+        slow-down notice (``meta["notice"] == "slow_down"``), which is said in one short line in
+        the group instead: it is no secret, and the flooder should not be invited to a chat."""
         private = replace(
             target,
             chat_id=target.user_id,
@@ -684,6 +746,11 @@ class TelegramBot:
             return
         except Forbidden as error:
             log.info("could not write privately to user %s: %s", target.user_id, error)
+        if reply.meta.get("notice") == "slow_down":
+            line = visible_text(self.render(reply)).removeprefix("⚠ ").split("\n", 1)[0]
+            text = f"{escape(target.user_name)}: {escape(line)}"
+            await self._send(target.chat_id, text, target.thread_id, target.reply_to, None)
+            return
         link = f"https://t.me/{quote(self.username)}?start=private"
         text = (
             f"{escape(target.user_name)}: an answer is only for you, but I cannot write to you "
@@ -731,6 +798,7 @@ class TelegramBot:
         await self.call(
             "setMyCommands",
             lambda: self.bot.set_my_commands(commands, scope=BotCommandScopeDefault()),
+            idempotent=True,
         )
         log.info("Telegram: %d commands in the command menu", len(commands))
 
@@ -745,13 +813,17 @@ class TelegramBot:
             if variant == self.core.config.default_variant:
                 if stored is not None:
                     await self.call(
-                        "deleteMyCommands", lambda: self.bot.delete_my_commands(scope=scope)
+                        "deleteMyCommands",
+                        lambda: self.bot.delete_my_commands(scope=scope),
+                        idempotent=True,
                     )
                     await self.core.state.delete(MENUS_NAMESPACE, key)
             elif stored != variant:
                 commands = self.menu_for(variant)
                 await self.call(
-                    "setMyCommands", lambda: self.bot.set_my_commands(commands, scope=scope)
+                    "setMyCommands",
+                    lambda: self.bot.set_my_commands(commands, scope=scope),
+                    idempotent=True,
                 )
                 await self.core.state.set(MENUS_NAMESPACE, key, variant)
         except TelegramError as error:
@@ -769,13 +841,18 @@ class TelegramBot:
             lambda: self.bot.delete_webhook(
                 drop_pending_updates=self.settings.drop_pending_updates
             ),
+            idempotent=True,
         )
         ready()
         offset: int | None = None
-        failures = 0
+        backoff = Backoff(initial=FIRST_BACKOFF, maximum=MAX_BACKOFF)
         try:
             while not stopping.is_set():
-                fetch = self.bot.fetch_updates(offset, self.settings.poll_timeout, ALLOWED_UPDATES)
+                # confirm nothing past an update still being answered: were the bot killed
+                # now, Telegram would send it again (and a claim not marked done is taken over)
+                confirm = min(self.unanswered, default=offset)
+                confirm = offset if offset is None or confirm is None else min(confirm, offset)
+                fetch = self.bot.fetch_updates(confirm, self.settings.poll_timeout, ALLOWED_UPDATES)
                 try:
                     batch = await until_stopped(stopping, fetch)
                 except RetryAfter as error:
@@ -786,19 +863,21 @@ class TelegramBot:
                         f"Telegram refused the bot token from ${self.settings.bot_token_env}"
                     ) from None
                 except TelegramError as error:
-                    failures += 1
-                    wait = min(MAX_BACKOFF, FIRST_BACKOFF * 2.0 ** (failures - 1))
+                    wait = backoff.next()
                     log.warning("getUpdates failed (%s); retrying in %.0f s", error, wait)
                 else:
                     if batch is None:
                         break
-                    failures = 0
+                    backoff.reset()
+                    fresh = 0
                     for data in batch:
                         update_id = data.get("update_id")
                         if isinstance(update_id, int):
                             offset = max(offset or 0, update_id + 1)
-                        await self.receive(data)
+                        fresh += await self.receive(data)
                     wait = self.settings.poll_interval
+                    if batch and not fresh:  # only updates still being answered came back
+                        wait = max(wait, UNANSWERED_POLL)
                 if wait > 0:
                     await sleep_until_stopped(stopping, wait)
         finally:
@@ -824,6 +903,7 @@ class TelegramBot:
                 max_connections=self.settings.max_connections,
                 drop_pending_updates=self.settings.drop_pending_updates,
             ),
+            idempotent=True,
         )
 
 

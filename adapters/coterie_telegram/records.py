@@ -135,19 +135,40 @@ class SeenIds:
             return float(at)
         return None
 
-    async def add(self, key: str) -> bool:
-        """Record ``key``; true unless it was seen within ``ttl`` (by any process)."""
+    async def add(self, key: str, *, lease: float | None = None) -> bool:
+        """Record ``key``; true unless it was seen within ``ttl`` (by any process).
+
+        With a ``lease``, a record is a *claim* until :meth:`done` marks it answered: a claim
+        older than ``lease`` seconds that was never marked done belonged to a process that died
+        before answering, and is taken over (true) — the platform sent the update again because
+        nobody answered it. (Taking over is safe: a command whose effect landed is answered
+        from its stored reply, never run twice: :mod:`coterie.framework.events`.)"""
         now = self._clock()
         full = self._prefix + key
         async with self._store.transaction(lock=f"{self._namespace}:{full}") as tx:
-            if self._seen_at(await tx.get(self._namespace, full), now) is not None:
-                return False
-            await tx.set(self._namespace, full, {"at": now})
+            found = await tx.get(self._namespace, full)
+            at = self._seen_at(found, now)
+            if at is not None:
+                claimed = isinstance(found, dict) and found.get("done") is False
+                if lease is None or not claimed or now - at < lease:
+                    return False
+            record: dict[str, Any] = {"at": now}
+            if lease is not None:
+                record["done"] = False
+            await tx.set(self._namespace, full, record)
         if self._pruned_at is None:
             self._pruned_at = now
         elif now - self._pruned_at >= self._prune_interval and not self._pruning.locked():
             await self.prune()
         return True
+
+    async def done(self, key: str) -> None:
+        """Mark a claim (:meth:`add` with a ``lease``) answered: it is never taken over."""
+        full = self._prefix + key
+        async with self._store.transaction(lock=f"{self._namespace}:{full}") as tx:
+            found = await tx.get(self._namespace, full)
+            if isinstance(found, dict):
+                await tx.set(self._namespace, full, {**found, "done": True})
 
     async def prune(self) -> int:
         """Remove the expired ids and the oldest beyond ``max_entries``; how many went."""

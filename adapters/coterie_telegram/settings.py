@@ -16,7 +16,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from coterie.errors import ConfigError
-from coterie.framework.config import validate_table
+from coterie.framework.config import SECRET_ENV, validate_table
 
 WHERE = "adapters.telegram"
 
@@ -37,10 +37,14 @@ class TelegramSettings(BaseModel):
     #: ``polling`` (the bot asks Telegram for updates; no public URL) or ``webhook``
     mode: Literal["polling", "webhook"] = "polling"
     #: the environment variable holding the bot token from @BotFather
-    bot_token_env: str = Field(default="TELEGRAM_BOT_TOKEN", min_length=1)
+    bot_token_env: str = Field(
+        default="TELEGRAM_BOT_TOKEN", min_length=1, json_schema_extra=SECRET_ENV
+    )
     #: webhook mode: the variable holding the ``secret_token`` Telegram sends with every update
     #: (a random one is made at each start when the variable is unset)
-    webhook_secret_env: str = Field(default="TELEGRAM_WEBHOOK_SECRET", min_length=1)
+    webhook_secret_env: str = Field(
+        default="TELEGRAM_WEBHOOK_SECRET", min_length=1, json_schema_extra=SECRET_ENV
+    )
     #: webhook mode: the public HTTPS URL Telegram posts updates to (the reverse proxy's)
     webhook_url: str | None = None
     #: webhook mode: the address and port to listen on, and the path of the webhook

@@ -11,7 +11,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from coterie.dice.odds import Distribution, require_rules
-from coterie.dice.sources import DiceSource
+from coterie.dice.sources import DiceSource, ReplayDice
 from coterie.errors import UsageError
 from coterie.framework.grammar import Grammar, Option, Parsed, Positional
 from coterie.framework.variant import (
@@ -298,33 +298,6 @@ D6Outcome = RollOutcome | ContestOutcome | SeesawOutcome | InitiativeOutcome
 # --- the variant ----------------------------------------------------------------------------------
 
 
-class _Replay:
-    """Hands out given faces in order, as a ``rules.Draw``; refuses too few or too many."""
-
-    def __init__(self, faces: Sequence[int]) -> None:
-        for face in faces:
-            if not 1 <= face <= rules.SIDES:
-                raise UsageError(f"a d6 cannot show {face}: faces go from 1 to {rules.SIDES}")
-        self._faces = list(faces)
-        self._used = 0
-
-    def __call__(self, count: int) -> list[int]:
-        if self._used + count > len(self._faces):
-            raise UsageError(
-                f"this roll needs at least {self._used + count} dice, "
-                f"but {len(self._faces)} face(s) were given"
-            )
-        drawn = self._faces[self._used : self._used + count]
-        self._used += count
-        return drawn
-
-    def finish(self) -> None:
-        if self._used != len(self._faces):
-            raise UsageError(
-                f"this roll used {self._used} dice, but {len(self._faces)} face(s) were given"
-            )
-
-
 class D6Variant(Variant[D6Request, D6Outcome]):
     name = "d6"
     examples = EXAMPLES
@@ -404,10 +377,7 @@ class D6Variant(Variant[D6Request, D6Outcome]):
     def evaluate(self, request: D6Request, faces: Sequence[int]) -> D6Outcome:
         """Replay given faces: they must be exactly the dice the request rolls, tie re-rolls
         and roll-offs included, in the order rolled."""
-        replay = _Replay(faces)
-        outcome = self.play(request, replay)
-        replay.finish()
-        return outcome
+        return ReplayDice.replay(faces, lambda dice: self.roll(request, dice))
 
     def play(self, request: D6Request, draw: rules.Draw) -> D6Outcome:
         """Carry a request out with dice from ``draw`` (the rules, one request type each)."""

@@ -19,6 +19,7 @@ from coterie.framework.variant import (
     HouseRule,
     InitiativeEntry,
     Outcome,
+    OutcomeKind,
     RollContext,
     RoomSettings,
     SidePart,
@@ -643,6 +644,14 @@ class V5Variant(Variant[Request, AnyOutcome]):
     # --- actions over several messages -------------------------------------------------------
 
     team_mode = "dice"
+    outcome_kinds = (
+        OutcomeKind("critical", win=True, flags=frozenset({"critical"})),
+        OutcomeKind("messy_critical", win=True, flags=frozenset({"critical", "messy"})),
+        OutcomeKind("success", win=True),
+        OutcomeKind("failure"),
+        OutcomeKind("bestial_failure"),
+        OutcomeKind("total_failure"),
+    )
 
     #: V5 has no botch: ``!stats`` counts its own notable results instead
     tallies: ClassVar[tuple[tuple[str, str], ...]] = (

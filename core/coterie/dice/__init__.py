@@ -4,6 +4,6 @@ state: small pure functions over faces and counts.
 
 The dice sources are importable from here, as before: ``from coterie.dice import FixedDice``."""
 
-from coterie.dice.sources import DiceSource, FixedDice, SeededDice, SystemDice
+from coterie.dice.sources import DiceSource, FixedDice, ReplayDice, SeededDice, SystemDice
 
-__all__ = ["DiceSource", "FixedDice", "SeededDice", "SystemDice"]
+__all__ = ["DiceSource", "FixedDice", "ReplayDice", "SeededDice", "SystemDice"]

@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import functools
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fractions import Fraction
 from math import comb, factorial
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
@@ -269,6 +269,9 @@ class Distribution:
     events: tuple[tuple[str, Fraction], ...] = ()
     #: a note shown under the answer (a reading the odds rest on)
     note: str = ""
+    #: outcome name -> its flags (``critical``, ``messy``, ``botch``, ``exceptional``), as the
+    #: rule set declares them (``Variant.outcome_kinds``); charts colour bars by them
+    flags: Mapping[str, frozenset[str]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         counted = sum(self.counts.values())

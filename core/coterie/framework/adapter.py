@@ -10,11 +10,16 @@ from __future__ import annotations
 import asyncio
 import logging
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
+
+from pydantic import BaseModel
+
+from coterie.framework.config import secret_env_names_of
 
 if TYPE_CHECKING:
     from coterie.framework.app import Coterie
+    from coterie.render.elements import Node
 
 
 class Adapter(ABC):
@@ -24,6 +29,9 @@ class Adapter(ABC):
     name: ClassVar[str]
     #: one line for ``coterie plugins``
     summary: ClassVar[str] = ""
+    #: the pydantic model of the ``[adapters.NAME]`` table, if it has one: its fields marked
+    #: :data:`coterie.config.SECRET_ENV` name the environment variables holding secrets
+    settings_model: ClassVar[type[BaseModel] | None] = None
 
     def __init__(self, app: Coterie, settings: Mapping[str, Any]) -> None:
         """May raise ``ConfigError`` for a permanent problem (a missing token): that stops
@@ -36,6 +44,22 @@ class Adapter(ABC):
         """Validate the ``[adapters.NAME]`` table without connecting or reading secrets; raise
         ``ConfigError`` naming the key. Called at start and by ``coterie config check``."""
         return None  # the default adapter accepts any table
+
+    @classmethod
+    def secret_env_names(cls, settings: Mapping[str, Any]) -> list[str]:
+        """The environment variables whose values are secrets, by :attr:`settings_model`'s
+        marked fields; an adapter without a model: every ``*_env`` key of its table (when
+        unsure, redact more)."""
+        if cls.settings_model is not None:
+            return secret_env_names_of(cls.settings_model, settings)
+        return [str(v) for k, v in settings.items() if k.endswith("_env") and v]
+
+    @classmethod
+    def encode_text(cls, body: Sequence[Node]) -> str | None:
+        """A reply body as the text this platform is sent, in its own markup (Slack mrkdwn,
+        Telegram HTML, Matrix ``formatted_body`` HTML): for tests (``coterie.testing``) and
+        previews. ``None``: the adapter does not say."""
+        return None
 
     @abstractmethod
     async def run(self) -> None:

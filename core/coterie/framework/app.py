@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import difflib
-import inspect
 import logging
 import time
 from collections.abc import Sequence
@@ -13,18 +12,22 @@ from typing import Any, NamedTuple
 
 from coterie.dice.sources import DiceSource, SystemDice
 from coterie.errors import UsageError
-from coterie.framework.adapter import Adapter, one_line, unreachable
+from coterie.framework.adapter import Adapter
 from coterie.framework.checks import check_against_plugins
-from coterie.framework.commands import Command, CommandContext, new_roll_id
+from coterie.framework.commands import Command, CommandContext, new_roll_id, shown_id
 from coterie.framework.config import Config
+from coterie.framework.events import Sweeper, answered_before, event_key, record_answer
 from coterie.framework.grammar import CommandLine, localise, shorten, split_command
+from coterie.framework.guard import CommandGuard, CommandRefused
 from coterie.framework.limits import limit_reply
 from coterie.framework.message import Message
 from coterie.framework.metrics import Metrics
 from coterie.framework.plugins import PluginHost
-from coterie.framework.ratelimit import RateLimiter, describe_wait
+from coterie.framework.ratelimit import limiter_for, slow_down
 from coterie.framework.replies import check_elements, error_reply, localise_buttons
 from coterie.framework.sessions import current_play
+from coterie.framework.settings import check_plugin_settings
+from coterie.framework.supervise import Supervisor
 from coterie.framework.variant import RoomSettings, Variant
 from coterie.render.elements import (
     Reply,
@@ -64,16 +67,25 @@ class Coterie:
         self.variants: dict[str, Variant[Any, Any]] = {}
         self.commands: list[Command] = []
         self.adapter_classes: dict[str, type[Adapter]] = {}
-        #: per-user and per-room token buckets (``[limits.rate]``); tests may swap its clock
-        self.rate_limiter = RateLimiter(config.limits.rate)
+        #: per-user and per-room token buckets (``[limits.rate]``), shared through a PostgreSQL
+        #: store by every worker on it; tests may swap its clock
+        self.rate_limiter = limiter_for(config.limits.rate, self._state.store)
         #: Prometheus counters and the latency histogram (``/metrics``, :mod:`coterie.ops`)
         self.metrics = Metrics()
+        #: the time limit of every command and the isolation of third-party handlers
+        self.guard = CommandGuard(self.host, config.limits)
         #: chat-made room settings changes so far (``handle`` re-reads settings after one)
         self._room_writes = 0
         #: room key → (stored chat changes, config, the settings merged from them), bounded
         self._settings_memo: dict[str, tuple[dict[str, Any], Config, RoomSettings]] = {}
+        #: forgets old answered events now and then (:mod:`coterie.framework.events`)
+        self.sweeper = Sweeper(lambda: self._state.store)
         self._collect()
         self._check_config()
+        #: each plugin's ``[plugins.settings.NAME]`` with its declared defaults (coterie_settings)
+        self.plugin_settings: dict[str, dict[str, Any]] = check_plugin_settings(
+            self._listed("coterie_settings"), config.plugins.settings, self._bad
+        )
 
     @property
     def state(self) -> AmbientStore:
@@ -84,6 +96,9 @@ class Coterie:
     @state.setter
     def state(self, store: StateStore) -> None:
         self._state = store if isinstance(store, AmbientStore) else AmbientStore(store)
+        self.rate_limiter = limiter_for(
+            self.config.limits.rate, self._state.store, self.rate_limiter
+        )
 
     # --- plugins -----------------------------------------------------------------------------
 
@@ -146,44 +161,27 @@ class Coterie:
 
     async def stop(self) -> None:
         await self.host.call_async("coterie_shutdown", app=self)
+        self.guard.close()
         await self.state.close()
 
-    async def run_adapters(self, names: Sequence[str] | None = None) -> None:
+    async def run_adapters(
+        self,
+        names: Sequence[str] | None = None,
+        *,
+        stopping: asyncio.Event | None = None,
+        grace: float | None = None,
+    ) -> None:
         """Run adapters side by side until every one has finished. A crashed adapter is
-        restarted with exponential back-off; it never takes the others down."""
+        restarted with exponential back-off; it never takes the others down. Once ``stopping``
+        is set, every adapter stops taking events and finishes what is in flight, within
+        ``grace`` seconds (default ``[limits] shutdown_grace``): :mod:`coterie.framework.
+        supervise`."""
         chosen = list(names) if names is not None else self.config.enabled_adapters()
-        await asyncio.gather(*(self._supervise(name) for name in chosen))
+        supervisor = Supervisor(self, chosen, stopping)
+        await supervisor.run(self.config.limits.shutdown_grace if grace is None else grace)
 
-    #: seconds before the first restart of a crashed adapter (doubling up to ``max_delay``)
+    #: seconds before the first restart of a crashed adapter (doubling up to a minute)
     restart_delay = 1.0
-
-    async def _supervise(self, name: str, *, max_delay: float = 60.0) -> None:
-        cls = self.adapter_classes[name]
-        delay = self.restart_delay
-        while True:
-            adapter = cls(self, self.config.adapters.get(name, {}))
-            self.metrics.adapter_started(name, adapter)
-            started = time.monotonic()
-            try:
-                await adapter.run()
-                return
-            except asyncio.CancelledError:
-                await adapter.stop()
-                raise
-            except Exception as error:
-                if time.monotonic() - started >= max_delay:
-                    delay = self.restart_delay  # it ran well for a while: start the back-off anew
-                if unreachable(error):  # offline, DNS, refused: one line, not a traceback
-                    log.warning(
-                        "adapter %s: cannot reach the platform (%s); next try in %g s",
-                        name,
-                        one_line(error),
-                        delay,
-                    )
-                else:
-                    log.exception("adapter %s crashed; restarting in %g s", name, delay)
-                await asyncio.sleep(delay)
-                delay = min(delay * 2, max_delay)
 
     # --- rooms -------------------------------------------------------------------------------
 
@@ -288,17 +286,12 @@ class Coterie:
         limited = False
         writes = self._room_writes
         if command is not None:
-            verdict = self.rate_limiter.check(
+            verdict = await self.rate_limiter.verdict(
                 message.platform, message.room_key, message.user, command
             )
             limited = not verdict.allowed
             if limited and verdict.warn:
-                reply = error_reply(
-                    f"slow down, please: too many commands from "
-                    f"{'you' if verdict.scope == 'user' else 'this room'} just now. "
-                    f"Try again in {describe_wait(verdict.retry_after)}."
-                )
-                reply.ephemeral = True
+                reply = slow_down(verdict)
         if not limited:
             reply = await self._answer(message, route)
         if reply is not None:
@@ -315,6 +308,7 @@ class Coterie:
                 limit_reply(private, self.config.limits.max_reply_length)
                 part.body = private.body
         if command is not None:
+            self.sweeper.tick()
             self.metrics.observe(
                 platform=message.platform,
                 command=command,
@@ -410,12 +404,22 @@ class Coterie:
         try:
             if command.transaction:
                 room = context.message.room_key
+                event = event_key(context.message)
                 async with self.state.transaction(lock=room) as tx:
                     context.tx = tx
+                    if event is not None:
+                        answered = await answered_before(tx, event)
+                        if answered is not None:  # a redelivery: its reply, never a re-run
+                            return answered
                     context.session, context.scene = await current_play(tx, room)
-                    reply = await self._call(command, context)
-            else:
-                reply = await self._call(command, context)
+                    reply = await self.guard.run(command, context, self._call)
+                    reply = self._footed(reply, context)
+                    if event is not None:
+                        await record_answer(tx, event, reply)
+                return reply
+            reply = await self.guard.run(command, context, self._call)
+        except CommandRefused as refused:  # too long, or fenced: rolled back, room free again
+            return refused.reply
         except UsageError as error:
             prefix = context.settings.prefix
             usage = localise(error.usage or command.usage_in(context.variant), prefix)
@@ -433,15 +437,21 @@ class Coterie:
                 f"something went wrong while running `{context.settings.prefix}{command.name}` "
                 f"(incident {incident}). The bot keeps working."
             )
+        return self._footed(reply, context)
+
+    @staticmethod
+    def _footed(reply: Reply, context: CommandContext) -> Reply:
+        """A roll's reply with its id at the foot (``!log ID``), shown short: ``!log`` tells
+        apart rolls that share a shown id."""
         if context.roll_id is not None:
-            reply.meta.setdefault("roll_id", context.roll_id)
-            reply.body += roll_footer(context.roll_id)
+            shown = shown_id(context.roll_id)
+            if reply.meta.get("roll_id") in (None, context.roll_id):
+                reply.meta["roll_id"] = shown
+            reply.body += roll_footer(shown)
         return reply
 
     async def _call(self, command: Command, context: CommandContext) -> Reply:
-        result = command.handler(context)
-        if inspect.isawaitable(result):
-            result = await result
+        result = await self.guard.invoke(command, context)
         reply = result if isinstance(result, Reply) else Reply(list(result))
         reply.body = [Text(node) if isinstance(node, str) else node for node in reply.body]
         check_elements(reply.body)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import logging
 import re
 import secrets
@@ -197,13 +198,25 @@ class CommandContext:
             )
 
     def _detail(self, outcome: Outcome) -> dict[str, Any]:
-        """The logged detail: the outcome's JSON, marked secret and with its scene."""
-        detail = outcome.as_json()
+        """The logged detail: the outcome's JSON with the rule set's outcome flags, marked secret
+        and with its scene."""
+        detail = logged_detail(self.variant, outcome)
         if self.secret:
             detail["secret"] = True
         if self.scene is not None:
             detail["scene"] = self.scene
         return detail
+
+
+def logged_detail(variant: Variant[Any, Any], outcome: Outcome) -> dict[str, Any]:
+    """The roll log's ``detail``: the outcome's JSON object, plus ``flags`` (sorted) when the
+    rule set flags the outcome (``Variant.outcome_kinds``): what export and ``!stats`` read
+    without knowing the rule set."""
+    detail = outcome.as_json()
+    flags = variant.flags(outcome)
+    if flags:
+        detail["flags"] = sorted(flags)
+    return detail
 
 
 def shorten_request(text: str, limit: int = 300) -> str:
@@ -312,11 +325,30 @@ async def roll_reply(ctx: CommandContext, *, usage: str | None = None) -> Reply:
     return Reply(body, meta={"variant": ctx.variant.name})
 
 
+#: the 32 symbols of a roll id, one per 5 random bits (no 0, 1, l or o to misread)
+ID_ALPHABET = "abcdefghijkmnpqrstuvwxyz23456789"
+#: symbols of a roll id: 13 x 5 = 65 random bits, so ids do not repeat in practice (among a
+#: billion rolls, the odds that any two share an id are about 1 in 70,000)
+ROLL_ID_LENGTH = 13
+#: the symbols of a roll id shown in chat (footers, ``!log`` lines); ``!log ID`` finds a roll
+#: by them and lists every roll that shares them, each with its whole id
+SHOWN_ID_LENGTH = 6
+_TO_ID_ALPHABET = bytes.maketrans(b"ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", ID_ALPHABET.encode())
+
+
 def new_roll_id() -> str:
-    """A short random id for a roll (or an incident), e.g. ``k3f9qz``."""
-    alphabet = "abcdefghijkmnpqrstuvwxyz23456789"  # 32 symbols: one per 5 random bits
-    bits = int.from_bytes(secrets.token_bytes(4))
-    return "".join(alphabet[(bits >> (5 * i)) & 31] for i in range(6))
+    """A random id for a roll (or an incident, a session), e.g. ``k3f9qzab7mxq2``: 65 bits
+    from :mod:`secrets` (see :data:`ROLL_ID_LENGTH`); chat shows its first
+    :data:`SHOWN_ID_LENGTH` symbols (:func:`shown_id`)."""
+    drawn = base64.b32encode(secrets.token_bytes(9))[:ROLL_ID_LENGTH]
+    return drawn.translate(_TO_ID_ALPHABET).decode("ascii")
+
+
+def shown_id(roll_id: str) -> str:
+    """A roll id as chat shows it: its first :data:`SHOWN_ID_LENGTH` symbols, and the number
+    of the roll within its message if any (``k3f9qz``, ``k3f9qz-2``)."""
+    base, dash, number = roll_id.partition("-")
+    return base[:SHOWN_ID_LENGTH] + dash + number
 
 
 Result = Reply | list[Node]
@@ -398,7 +430,11 @@ def example_steps(example: str, variant: Variant[Any, Any], prefix: str = "!") -
         "roll2": rolls[1] if len(rolls) > 1 else rolls[0],
         "pool": rolls[0].split()[0],
         "variant": variant.name,
-        "difficulty": str(variant.default_difficulty if variant.default_difficulty else ""),
+        "difficulty": str(
+            variant.default_difficulty
+            if variant.default_difficulty is not None
+            else variant.difficulty_range[0]
+        ),
         "init": _initiative_example(variant),
         "id": "ROLL-ID",
     }

@@ -42,8 +42,35 @@ def _refuse_secrets(table: Any, where: str) -> None:
         _refuse_secrets(item, f"{where}.{key}")
 
 
+#: ``json_schema_extra`` of a settings field whose value names the environment variable that holds
+#: a secret (a token, a password): the logs redact that variable's value, whatever its length
+SECRET_ENV: dict[str, Any] = {"secret_env": True}
+
+
+def secret_env_fields(model: type[BaseModel]) -> list[str]:
+    """The fields of a settings model marked :data:`SECRET_ENV`."""
+    return [
+        name
+        for name, info in model.model_fields.items()
+        if isinstance(info.json_schema_extra, dict) and info.json_schema_extra.get("secret_env")
+    ]
+
+
+def secret_env_names_of(model: type[BaseModel], table: Mapping[str, Any]) -> list[str]:
+    """The environment variables a settings table names in its secret fields (the table's value,
+    else the field's default)."""
+    names = []
+    for name in secret_env_fields(model):
+        value = table.get(name, model.model_fields[name].default)
+        if isinstance(value, str) and value:
+            names.append(value)
+    return names
+
+
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # strict: a value must already have the key's type (TOML gives real types): ``true`` is not
+    # the number 1 and ``"10"`` is not 10; only an integer is accepted where a float is expected
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
 
 class RateLimits(_Strict):
@@ -89,6 +116,30 @@ class Limits(_Strict):
     )
     max_extended_per_room: int = Field(
         default=10, ge=1, le=1000, description="extended actions running at once in one room"
+    )
+    command_timeout: float = Field(
+        default=20.0,
+        ge=0.1,
+        le=3600,
+        description="seconds a command may run; then it is stopped and its changes dropped",
+    )
+    loop_block_limit: float = Field(
+        default=0.5,
+        ge=0.05,
+        le=60,
+        description="seconds a third-party plugin's command may hold up the event loop",
+    )
+    block_cooldown: float = Field(
+        default=60.0,
+        ge=0.1,
+        le=86_400,
+        description="seconds a plugin's commands are paused after it held up the event loop",
+    )
+    shutdown_grace: float = Field(
+        default=10.0,
+        ge=0,
+        le=600,
+        description="seconds coterie run waits, on SIGINT or SIGTERM, for commands in flight",
     )
     rate: RateLimits = Field(default_factory=lambda: RateLimits())
 
@@ -289,6 +340,10 @@ def _format(
                 message += f" (did you mean {close[0]!r}?)"
             elif known:
                 message += f" (known keys: {', '.join(known)})"
+        elif item["type"] in ("int_type", "float_type") and isinstance(item.get("input"), bool):
+            word = "true" if item["input"] else "false"
+            kind = "a whole number" if item["type"] == "int_type" else "a number"
+            message = f"must be {kind}, not {word}"
         elif item["type"] == "missing":
             message = "missing: " + (missing or {}).get(str(item["loc"][-1]), "required")
         elif message.startswith("Value error, "):
@@ -314,7 +369,7 @@ def validate_table(
     pydantic model. A problem is a :class:`ConfigError` naming the key as ``where.key``, unknown
     keys with the closest known one; ``missing`` gives a hint per required key."""
     try:
-        return model.model_validate(dict(table))
+        return model.model_validate(dict(table), strict=True)
     except ValidationError as error:
         raise ConfigError(_format(error, model, prefix=where, missing=missing)) from None
 

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from coterie.framework.app import Coterie
     from coterie.framework.commands import Command, CommandContext
     from coterie.framework.message import Message
+    from coterie.framework.settings import Setting
     from coterie.framework.variant import Outcome, Variant
     from coterie.render.elements import Reply
 
@@ -37,6 +38,11 @@ def coterie_commands() -> list[Command]:
 @hookspec
 def coterie_adapters() -> list[type[Adapter]]:
     """Return platform adapter classes this plugin provides."""
+
+
+@hookspec
+def coterie_settings() -> list[Setting]:
+    """Return the schema of this plugin's ``[plugins.settings.NAME]`` table."""
 
 
 @hookspec

@@ -89,21 +89,28 @@ class PluginHost:
         #: hung hook holds at most one thread.
         self.hung: dict[tuple[str, str], float] = {}
         self._hung_lock = threading.Lock()
+        #: plugins shipped with coterie (the built-ins and the ``coterie`` distribution's rule
+        #: sets and adapters): their command handlers run on the event loop as they are; every
+        #: other plugin's are isolated (:mod:`coterie.framework.guard`)
+        self.trusted: set[str] = set()
         for entry_point in builtin_plugins():
             try:
                 plugin = entry_point.load()
             except Exception as error:
                 self._fail(entry_point.value, "load", error)
                 continue
-            self.register(plugin, entry_point.value)
+            self.register(plugin, entry_point.value, trusted=True)
 
-    def register(self, plugin: object, name: str) -> None:
-        """Register an already-imported plugin object (a module or an instance)."""
+    def register(self, plugin: object, name: str, *, trusted: bool = False) -> None:
+        """Register an already-imported plugin object (a module or an instance). ``trusted``
+        is for coterie's own plugins only: a third party's command handlers are isolated."""
         try:
             self.pm.register(plugin, name=name)
         except Exception as error:  # pluggy validates hook signatures here
             self._fail(name, "register", error)
             return
+        if trusted:
+            self.trusted.add(name)
         wrappers = [
             impl.function.__name__
             for caller in self.pm.get_hookcallers(plugin) or []
@@ -133,7 +140,7 @@ class PluginHost:
             except Exception as error:
                 self._fail(name, "load", error)
                 continue
-            self.register(plugin, name)
+            self.register(plugin, name, trusted=_builtin(available[name]))
 
     @property
     def plugin_names(self) -> list[str]:
@@ -213,10 +220,12 @@ class PluginHost:
         return None
 
     async def _in_thread(
-        self, plugin: str, hook: str, function: Any, args: list[Any], timeout: float
+        self, plugin: str, hook: str, function: Any, args: list[Any], timeout: float | None
     ) -> Any:
         """``function(*args)`` in a daemon thread (a hung one never blocks the process from
-        exiting), waited for at most ``timeout`` seconds."""
+        exiting), waited for at most ``timeout`` seconds (``None``: until the caller is
+        cancelled). Abandoned unfinished (timed out or cancelled), it is recorded in
+        :attr:`hung` until it returns."""
         key = (plugin, hook)
         if key in self.hung:
             waited = time.monotonic() - self.hung[key]
@@ -253,7 +262,7 @@ class PluginHost:
         thread.start()
         try:
             return await asyncio.wait_for(future, timeout)
-        except TimeoutError:
+        except (TimeoutError, asyncio.CancelledError):
             with self._hung_lock:
                 if not finished.is_set():
                     self.hung[key] = started

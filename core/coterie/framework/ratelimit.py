@@ -2,32 +2,55 @@
 
 Each user and each room has a bucket of ``burst`` tokens that refills at ``per_minute`` tokens a
 minute. A command takes its cost (default 1) from both the user's and the room's bucket; when
-either is short, the command is refused and nothing is queued. The first refusal in a window gets
-a friendly "slow down" reply; later ones, until the user may send again, get silence — so a
-spammer cannot make the bot spam the room back.
+either is short, the command is refused and nothing is queued. The first refusal gets a friendly
+"slow down" reply; later ones get silence for a whole **window** — the time the bucket that ran
+dry needs to fill up again (30 s with the defaults) — so a flood, however long, gets one notice
+per window (and one per room when the room's bucket is the dry one), and a spammer cannot make
+the bot spam the room back.
 
 Bucket tables are bounded (least recently used dropped first): messages from a million made-up
 ids cost at most ``max_tracked`` entries per table. A dropped bucket comes back full, which only
 ever errs towards answering.
+
+With several worker processes on one PostgreSQL store, :class:`SharedRateLimiter` keeps the same
+buckets in the store (``kv`` rows updated atomically), so N workers enforce one limit; on a store
+that is not shared (memory, SQLite) the in-process :class:`RateLimiter` costs no query.
 """
 
 from __future__ import annotations
 
+import logging
 import math
 import time
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from coterie.framework.config import RateLimits
+from coterie.framework.replies import error_reply
+from coterie.render.elements import Reply
 
 Clock = Callable[[], float]
+log = logging.getLogger("coterie")
+
+#: the state namespace of the shared buckets (PostgreSQL)
+SHARED_NAMESPACE = "coterie.rate"
+#: how often (seconds) one process deletes shared buckets that are full again
+PRUNE_EVERY = 60.0
 
 
 @dataclass
 class Bucket:
     tokens: float
     updated: float
+    #: until when a refusal for this bucket stays silent (a notice was given before it)
+    warned: float = 0.0
+
+    def refill(self, burst: float, rate: float, now: float) -> None:
+        elapsed = max(0.0, now - self.updated)
+        self.tokens = min(burst, self.tokens + elapsed * rate)
+        self.updated = max(self.updated, now)
 
 
 class BucketTable:
@@ -51,9 +74,7 @@ class BucketTable:
                 self._buckets.popitem(last=False)
         else:
             self._buckets.move_to_end(key)
-            elapsed = max(0.0, now - bucket.updated)
-            bucket.tokens = min(self.burst, bucket.tokens + elapsed * self.rate)
-            bucket.updated = now
+            bucket.refill(self.burst, self.rate, now)
         return bucket
 
     def available(self, key: str, now: float) -> float:
@@ -75,7 +96,7 @@ class Verdict:
     """What to do with one command: answer it, say "slow down" once, or stay silent."""
 
     allowed: bool
-    #: refused, and this user has not been told yet in this window
+    #: refused, and nobody has been told yet in this window
     warn: bool = False
     #: seconds until the command would be allowed
     retry_after: float = 0.0
@@ -83,43 +104,144 @@ class Verdict:
     scope: str = ""
 
 
+def decide(user: Bucket, room: Bucket, cost: float, now: float, limits: RateLimits) -> Verdict:
+    """Take ``cost`` tokens from both (refilled) buckets, or refuse; a refusal is a notice only
+    once per window of the bucket that ran dry (recorded in that bucket)."""
+    user_rate = limits.user_per_minute / 60.0
+    room_rate = limits.room_per_minute / 60.0
+    user_wait = max(0.0, cost - user.tokens) / user_rate
+    room_wait = max(0.0, cost - room.tokens) / room_rate
+    if user_wait <= 0 and room_wait <= 0:
+        user.tokens -= cost
+        room.tokens -= cost
+        return Verdict(True)
+    wait = max(user_wait, room_wait)
+    scope = "user" if user_wait >= room_wait else "room"
+    dry, burst, rate = (
+        (user, limits.user_burst, user_rate)
+        if scope == "user"
+        else (room, limits.room_burst, room_rate)
+    )
+    if now < dry.warned:
+        return Verdict(False, retry_after=wait, scope=scope)
+    dry.warned = now + max(wait, (burst - dry.tokens) / rate)
+    return Verdict(False, warn=True, retry_after=wait, scope=scope)
+
+
 class RateLimiter:
-    """Per-user and per-room token buckets for the commands of one app."""
+    """Per-user and per-room token buckets for the commands of one app (this process)."""
 
     def __init__(self, limits: RateLimits, clock: Clock | None = None) -> None:
         self.limits = limits
         self.clock: Clock = clock or time.monotonic
         self.users = BucketTable(limits.user_burst, limits.user_per_minute, limits.max_tracked)
         self.rooms = BucketTable(limits.room_burst, limits.room_per_minute, limits.max_tracked)
-        #: user key → until when they have been told to slow down (bounded like the buckets)
-        self._warned: OrderedDict[str, float] = OrderedDict()
 
     def cost(self, command: str) -> int:
         return self.limits.command_cost.get(command, 1)
 
+    def exempt(self, platform: str) -> bool:
+        return not self.limits.enabled or platform in self.limits.exempt_platforms
+
     def check(self, platform: str, room_key: str, user: str, command: str) -> Verdict:
         """Take a command's tokens if both buckets have them; otherwise a refusal."""
-        if not self.limits.enabled or platform in self.limits.exempt_platforms:
+        if self.exempt(platform):
             return Verdict(True)
         now = self.clock()
-        cost = float(self.cost(command))
-        user_key = f"{platform}\x00{user}"  # a user id names one person across the platform
-        user_wait = self.users.wait(user_key, cost, now)
-        room_wait = self.rooms.wait(room_key, cost, now)
-        if user_wait <= 0 and room_wait <= 0:
-            self.users.take(user_key, cost, now)
-            self.rooms.take(room_key, cost, now)
+        user_bucket = self.users._bucket(f"{platform}\x00{user}", now)  # one person per platform
+        room_bucket = self.rooms._bucket(room_key, now)
+        return decide(user_bucket, room_bucket, float(self.cost(command)), now, self.limits)
+
+    async def verdict(self, platform: str, room_key: str, user: str, command: str) -> Verdict:
+        """:meth:`check`, as :meth:`Coterie.handle` asks it (a shared limiter asks the store)."""
+        return self.check(platform, room_key, user, command)
+
+
+class SharedRateLimiter(RateLimiter):
+    """The same buckets, kept in a shared store's ``kv`` table (namespace ``coterie.rate``, one
+    row per user and per room) and read, decided and written in one transaction with the rows
+    locked (``SELECT … FOR UPDATE``): any number of workers on the store enforce one limit. The
+    clock is the wall clock (workers on several hosts need synchronised clocks). Rows of buckets
+    that are full again are deleted once a minute."""
+
+    def __init__(self, limits: RateLimits, store: Any, clock: Clock | None = None) -> None:
+        super().__init__(limits, clock or time.time)
+        self.store = store
+        self._pruned = 0.0
+
+    def _horizon(self) -> float:
+        """Seconds after which an untouched bucket is full again and its window over."""
+        limits = self.limits
+        return (
+            max(
+                limits.user_burst / limits.user_per_minute,
+                limits.room_burst / limits.room_per_minute,
+            )
+            * 60.0
+            + 1.0
+        )
+
+    async def verdict(self, platform: str, room_key: str, user: str, command: str) -> Verdict:
+        from coterie.storage.shared import prune_rows, update_rows
+
+        if self.exempt(platform):
             return Verdict(True)
-        wait = max(user_wait, room_wait)
-        scope = "user" if user_wait >= room_wait else "room"
-        warned_until = self._warned.get(user_key)
-        if warned_until is not None and now < warned_until:
-            return Verdict(False, retry_after=wait, scope=scope)
-        self._warned[user_key] = now + wait
-        self._warned.move_to_end(user_key)
-        while len(self._warned) > self.limits.max_tracked:
-            self._warned.popitem(last=False)
-        return Verdict(False, warn=True, retry_after=wait, scope=scope)
+        limits = self.limits
+        cost = float(self.cost(command))
+        user_key, room_key_ = f"user:{platform}:{user}", f"room:{room_key}"
+        now = self.clock()
+
+        def change(rows: dict[str, Any]) -> tuple[dict[str, Any], Verdict]:
+            user_bucket = _load(rows.get(user_key), limits.user_burst, now)
+            room_bucket = _load(rows.get(room_key_), limits.room_burst, now)
+            user_bucket.refill(limits.user_burst, limits.user_per_minute / 60.0, now)
+            room_bucket.refill(limits.room_burst, limits.room_per_minute / 60.0, now)
+            verdict = decide(user_bucket, room_bucket, cost, now, limits)
+            return {user_key: _dump(user_bucket), room_key_: _dump(room_bucket)}, verdict
+
+        try:
+            verdict = await update_rows(self.store, SHARED_NAMESPACE, [user_key, room_key_], change)
+            if time.monotonic() - self._pruned > PRUNE_EVERY:
+                self._pruned = time.monotonic()
+                await prune_rows(self.store, SHARED_NAMESPACE, time.time() - self._horizon())
+        except Exception as error:  # the store is failing: limit in this process meanwhile
+            log.warning("shared rate limits unavailable (%s); limiting in this process", error)
+            return self.check(platform, room_key, user, command)
+        return verdict
+
+
+def _load(row: Any, burst: int, now: float) -> Bucket:
+    if not isinstance(row, dict):
+        return Bucket(float(burst), now)
+    return Bucket(float(row["t"]), float(row["u"]), float(row.get("w", 0.0)))
+
+
+def _dump(bucket: Bucket) -> dict[str, float]:
+    return {"t": bucket.tokens, "u": bucket.updated, "w": bucket.warned}
+
+
+def limiter_for(limits: RateLimits, store: Any, current: RateLimiter | None = None) -> RateLimiter:
+    """The limiter for an app on ``store``: shared through the store when several processes can
+    share it (PostgreSQL), else ``current`` (or a new in-process one)."""
+    if getattr(store, "dialect", None) == "postgresql":
+        return SharedRateLimiter(limits, store)
+    if current is not None and not isinstance(current, SharedRateLimiter):
+        return current
+    return RateLimiter(limits)
+
+
+def slow_down(verdict: Verdict) -> Reply:
+    """The one notice of a window: short, ephemeral (private where the platform can), marked
+    ``meta["notice"] = "slow_down"`` so an adapter that cannot deliver it privately can say it
+    in one short public line."""
+    who = "you" if verdict.scope == "user" else "this room"
+    reply = error_reply(
+        f"slow down, please: too many commands from {who} just now. "
+        f"Try again in {describe_wait(verdict.retry_after)}."
+    )
+    reply.ephemeral = True
+    reply.meta["notice"] = "slow_down"
+    return reply
 
 
 def describe_wait(seconds: float) -> str:

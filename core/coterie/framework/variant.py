@@ -45,6 +45,22 @@ class HouseRule:
             raise ValueError(f"{self.name} goes from {low} to {high}, not {value}")
         return value
 
+    def read(self, word: str) -> bool | int:
+        """A value written as text (``on``/``off``/``true``/``false``/``yes``/``no``, a number),
+        checked; ``ValueError`` saying what the rule takes. What ``coterie roll --option`` uses."""
+        word = word.strip().lower()
+        if isinstance(self.default, bool):
+            if word in ("on", "true", "yes", "1"):
+                return True
+            if word in ("off", "false", "no", "0"):
+                return False
+            raise ValueError(f"{self.name} is on or off, not {word!r}")
+        try:
+            number = int(word)
+        except ValueError:
+            raise ValueError(f"{self.name} is a whole number, not {word!r}") from None
+        return self.check(number)
+
 
 @dataclass(frozen=True)
 class RoomSettings:
@@ -105,6 +121,43 @@ class Outcome(ABC):
             "degree": self.degree,
             **self.extra_json(),
         }
+
+
+#: the outcome flags a rule set may declare (:class:`OutcomeKind`): a critical win, a messy one
+#: (V5's Hunger), the rule set's worst result ("botch-like": what ``!stats`` counts as a botch),
+#: an exceptional success
+FLAGS = ("critical", "messy", "botch", "exceptional")
+
+
+@dataclass(frozen=True)
+class OutcomeKind:
+    """One ``outcome`` word a rule set can return, with what it means for code that knows no
+    rule set: charts colour bars by it, the roll log and ``!stats`` count by it, export prints
+    it."""
+
+    name: str
+    #: counts as a success (charts' "chance of success", win rates)
+    win: bool = False
+    #: among :data:`FLAGS`
+    flags: frozenset[str] = frozenset()
+
+    def __post_init__(self) -> None:
+        unknown = set(self.flags) - set(FLAGS)
+        if unknown:
+            raise ValueError(f"unknown outcome flags {sorted(unknown)}; known: {FLAGS}")
+
+    @property
+    def label(self) -> str:
+        """The name for people: ``messy_critical`` -> ``messy critical``."""
+        return self.name.replace("_", " ")
+
+
+#: what a rule set returns unless it declares otherwise
+DEFAULT_OUTCOMES = (
+    OutcomeKind("success", win=True),
+    OutcomeKind("failure"),
+    OutcomeKind("botch", flags=frozenset({"botch"})),
+)
 
 
 RequestT = TypeVar("RequestT")
@@ -218,6 +271,8 @@ class Variant(ABC, Generic[RequestT, OutcomeT]):
     #: the successes add up (:meth:`team` gives the verdict), ``"dice"`` when helpers add dice
     #: to the leader's one roll (:meth:`prepare_helpers`), ``None`` without teamwork
     team_mode: ClassVar[str | None] = None
+    #: every ``outcome`` word this rule set returns, with its flags (see :class:`OutcomeKind`)
+    outcome_kinds: ClassVar[tuple[OutcomeKind, ...]] = DEFAULT_OUTCOMES
     #: a contest between chat users may have a TARGET (extended, or a d6 seesaw)
     extended_contests: ClassVar[bool] = False
     #: the notable results ``!stats`` counts for this rule set: (outcome name, label); the name
@@ -286,8 +341,30 @@ class Variant(ABC, Generic[RequestT, OutcomeT]):
     # --- actions that span messages (core's !extended, !team start, !contest, retry NAME) -----
 
     def is_botch(self, outcome: OutcomeT) -> bool:
-        """Whether ``outcome`` counts as a botch in the roll log and ``!stats``."""
-        return outcome.outcome == "botch"
+        """Whether ``outcome`` counts as a botch in the roll log and ``!stats``: by default, an
+        outcome declared with the ``botch`` flag."""
+        return "botch" in self.flags(outcome)
+
+    def stats_tallies(self) -> tuple[tuple[str, str], ...]:
+        """What ``!stats`` counts: :attr:`tallies` when the rule set sets them, else every
+        declared outcome with a flag (the ``botch`` one counted through :meth:`is_botch`)."""
+        own = any("tallies" in vars(cls) for cls in type(self).__mro__ if cls is not Variant)
+        if own or self.outcome_kinds is DEFAULT_OUTCOMES:
+            return self.tallies
+        return tuple((kind.name, kind.label) for kind in self.outcome_kinds if kind.flags)
+
+    def outcome_kind(self, name: str) -> OutcomeKind | None:
+        """The declared kind of the outcome word ``name``, if any."""
+        for kind in self.outcome_kinds:
+            if kind.name == name:
+                return kind
+        return None
+
+    def flags(self, outcome: OutcomeT) -> frozenset[str]:
+        """The flags of one outcome: those its word is declared with. A rule set whose flags
+        depend on more than the word overrides this."""
+        kind = self.outcome_kind(outcome.outcome)
+        return kind.flags if kind is not None else frozenset()
 
     def prepare_extended(self, parsed: Parsed, target: int, progress: int) -> None:
         """Turn a parsed ``!roll`` into a roll toward an extended action that needs ``target``

@@ -7,23 +7,28 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import logging
 import os
+import signal
 import sys
 from collections.abc import Sequence
 from typing import Any
 
 from coterie import __version__
-from coterie.dice.sources import DiceSource, FixedDice, SeededDice, SystemDice
+from coterie.dice.sources import DiceSource, ReplayDice, SeededDice, SystemDice
 from coterie.errors import ConfigError, UsageError
 from coterie.framework.config import Config, load_config
 from coterie.framework.grammar import Parsed, Pool, check_range
 from coterie.framework.plugins import installed_plugins
+from coterie.ops.lifecycle import describe_store, stop_on_signal, until_interrupted
 from coterie.ops.logs import setup_logging
+from coterie.ops.options import apply_options
+from coterie.ops.scaffold import cmd_new_plugin
 from coterie.render.elements import BR
 from coterie.render.encode import to_plain
-from coterie.rulekit.odds import answer, chart_png, histogram
+from coterie.rulekit.odds import answer, chart_png, flagged, histogram
 
 EXIT_USAGE = 2
 LOG_FORMAT_HELP = "log lines as text or one JSON object each (default: [logging] format)"
@@ -58,6 +63,9 @@ def cmd_chat(args: argparse.Namespace) -> int:
     # the terminal is the chat: only warnings unless [logging] level asks for more
     setup_logging(config, log_format=args.log_format, level=config.logging.level or "WARNING")
     app = _app(config, _dice(args.seed))
+    # again, now that the adapters' settings schemas can say which keys name secrets
+    level = config.logging.level or "WARNING"
+    setup_logging(config, log_format=args.log_format, level=level, adapters=app.adapter_classes)
     settings = dict(config.adapters.get("console", {}))
     if args.user:
         settings["user"] = args.user
@@ -76,7 +84,7 @@ def cmd_chat(args: argparse.Namespace) -> int:
 
     async def main() -> None:
         app.state = await _open_store(config, verbose=args.verbose)
-        sys.stderr.write(f"coterie: {_store_line(config)}\n")
+        sys.stderr.write(f"coterie: {describe_store(config)}\n")
         await app.start()
         try:
             if args.variant is not None:  # as if the room had said !variant NAME
@@ -86,29 +94,7 @@ def cmd_chat(args: argparse.Namespace) -> int:
         finally:
             await app.stop()
 
-    return _until_interrupted(main)
-
-
-def _until_interrupted(main: Any) -> int:
-    """Run ``main()``; Ctrl-C ends it cleanly: one line, exit status 0."""
-    try:
-        asyncio.run(main())
-    except KeyboardInterrupt:
-        sys.stderr.write("coterie: interrupted, stopped cleanly\n")
-    return 0
-
-
-def _store_line(config: Config) -> str:
-    """Which store this process uses, in one line (no password)."""
-    from coterie.storage.migrate import display_url, is_memory_url, sqlite_file
-
-    url = config.database_url()
-    if is_memory_url(url):
-        return "state in memory (lost when the process ends)"
-    path = sqlite_file(url)
-    if path is not None:
-        return f"state in SQLite {path}"
-    return f"state in {display_url(url)}"
+    return until_interrupted(main)
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -118,23 +104,32 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     port_offset = apply_port_offset(config)
     app = _app(config)
+    # again, now that the adapters' settings schemas can say which keys name secrets
+    setup_logging(config, log_format=args.log_format, adapters=app.adapter_classes)
     names = config.enabled_adapters()
     if not names:
         raise ConfigError("no adapter is enabled: set enabled = true under [adapters.NAME]")
 
     async def main() -> None:
+        # SIGINT (Ctrl-C) and SIGTERM alike: every adapter stops taking events and finishes what
+        # is in flight (within [limits] shutdown_grace), then the process exits 0
+        stopping = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            with contextlib.suppress(NotImplementedError, RuntimeError):  # not on this platform
+                loop.add_signal_handler(signum, stop_on_signal, stopping, signum)
         app.state = await _open_store(config, verbose=args.verbose)
-        logging.getLogger("coterie").info("%s", _store_line(config))
+        logging.getLogger("coterie").info("%s", describe_store(config))
         await app.start()
         ops = await serve_ops(app, names, port_offset=port_offset)
         try:
-            await app.run_adapters(names)
+            await app.run_adapters(names, stopping=stopping)
         finally:
             if ops is not None:
                 await ops.stop()
             await app.stop()
 
-    return _until_interrupted(main)
+    return until_interrupted(main)
 
 
 def cmd_plugins(args: argparse.Namespace) -> int:
@@ -290,6 +285,7 @@ def _request(args: argparse.Namespace) -> tuple[Config, Any, Any]:
         if isinstance(value, int) and not isinstance(value, bool):
             check_range(value, slot.minimum, slot.maximum, f"--{slot.name}")
     settings = asyncio.run(app.room_settings("cli:roll"))
+    settings = apply_options(variant, getattr(args, "option", None) or [], values, settings)
     request = variant.build(Parsed(values=values), settings)
     count = variant.dice_count(request)
     if count > config.limits.max_dice:
@@ -299,16 +295,13 @@ def _request(args: argparse.Namespace) -> tuple[Config, Any, Any]:
 
 def cmd_roll(args: argparse.Namespace) -> int:
     _, variant, request = _request(args)
-    count = variant.dice_count(request)
-    dice: DiceSource
     if args.faces is not None:
-        faces = _faces(args.faces)
-        if len(faces) != count:
-            raise UsageError(f"--faces gives {len(faces)} faces but this roll has {count} dice")
-        dice = FixedDice(faces)
+        # any roll replays, exploding dice and re-rolls included: the rule draws what it needs
+        replay = ReplayDice(_faces(args.faces), what="--faces: ")
+        outcome = variant.roll(request, replay)
+        replay.finish()
     else:
-        dice = _dice(args.seed)
-    outcome = variant.roll(request, dice)
+        outcome = variant.roll(request, _dice(args.seed))
     if args.json:
         sys.stdout.write(json.dumps(outcome.as_json(), ensure_ascii=False) + "\n")
     else:
@@ -323,7 +316,7 @@ def cmd_odds(args: argparse.Namespace) -> int:
         if "reroll" not in variant.odds_options:
             raise UsageError(f"the {variant.name} rules have no reroll option for odds")
         options.add("reroll")
-    dist = variant.odds(request, frozenset(options))
+    dist = flagged(variant.odds(request, frozenset(options)), variant)
     if args.chart is not None:
         png = chart_png(dist)  # before any output: a missing matplotlib is a plain usage error
         try:
@@ -340,7 +333,7 @@ def cmd_odds(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_completion(args: argparse.Namespace) -> int:
+def _completion(args: argparse.Namespace) -> int:
     from coterie.ops.completion import script
 
     sys.stdout.write(script(build_parser(), args.shell))
@@ -423,6 +416,12 @@ def build_parser() -> argparse.ArgumentParser:
     roll.add_argument("--hunger", type=int, help="Hunger dice (v5)")
     roll.add_argument("--specialty", action="store_true", help="a specialty applies")
     roll.add_argument("--willpower", action="store_true", help="spend Willpower")
+    roll.add_argument(
+        "--option",
+        action="append",
+        metavar="NAME[=VALUE]",
+        help="a house rule or !roll option of the rule set, e.g. rote or chance_again=on",
+    )
     roll.add_argument("--faces", help="replay these faces instead of rolling, e.g. 9,1,1,8,1")
     roll.add_argument("--seed", type=int, help="deterministic dice")
     roll.add_argument("--json", action="store_true", help="print one JSON object")
@@ -439,6 +438,12 @@ def build_parser() -> argparse.ArgumentParser:
     odds.add_argument(
         "--reroll", action="store_true", help="v5: re-roll failures with Willpower if it fails"
     )
+    odds.add_argument(
+        "--option",
+        action="append",
+        metavar="NAME[=VALUE]",
+        help="a house rule or !roll option of the rule set, e.g. rote or chance_again=on",
+    )
     odds.add_argument("--json", action="store_true", help="print one JSON object")
     odds.add_argument("--chart", metavar="PNG", help="write a bar chart to this file")
     odds.add_argument("--config", help="config file")
@@ -451,7 +456,14 @@ def build_parser() -> argparse.ArgumentParser:
         "(or zsh in ~/.zshrc).",
     )
     completion.add_argument("shell", choices=("bash", "zsh"), help="the shell")
-    completion.set_defaults(func=cmd_completion)
+    completion.set_defaults(func=_completion)
+
+    new = sub.add_parser(
+        "new-plugin", help="write a new rule-set plugin distribution (with passing tests)"
+    )
+    new.add_argument("name", metavar="NAME", help="the plugin and rule set name, e.g. tally")
+    new.add_argument("--dir", default=".", help="where to write coterie-NAME/ (default: here)")
+    new.set_defaults(func=cmd_new_plugin)
     return parser
 
 

@@ -58,16 +58,37 @@ def _session(item: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+#: what player text must not be able to do in the Markdown log: raw HTML, ``<…>`` autolinks and
+#: entities (``<``, ``>``, ``&`` become character references), and inline Markdown (emphasis,
+#: code, links and images such as ``[x](javascript:…)``, table cells, strikethrough: a backslash
+#: before each of those characters). Block syntax (``#``, ``-``, ``1.``) only counts at the start
+#: of a line, and player text never starts one.
+_MARKDOWN_ESCAPES = str.maketrans(
+    {
+        "&": "&amp;",
+        "<": "&lt;",
+        ">": "&gt;",
+        **{ch: "\\" + ch for ch in "\\`*_[]|~"},
+    }
+)
+
+
 def _cell(text: str) -> str:
-    return " ".join(text.split()).replace("\\", "\\\\").replace("|", "\\|")
+    """Player text as inert Markdown on one line: it shows as typed, never as HTML, a link, an
+    image or formatting, and cannot break out of its table cell."""
+    return " ".join(text.split()).translate(_MARKDOWN_ESCAPES)
 
 
 def result_text(record: RollRecord) -> str:
-    """``3 successes (success)``, ``botch``-flagged when the roll botched."""
+    """``3 successes (success)``, ``botch``-flagged when the roll botched, and with the rule
+    set's other outcome flags its word does not already say (``critical``, ``exceptional`` …)."""
     count = f"{record.successes} success" + ("" if record.successes == 1 else "es")
     text = f"{count} ({record.outcome})"
     if record.botch and "botch" not in record.outcome:
         text += ", botch"
+    for flag in record.detail.get("flags", ()):
+        if flag != "botch" and flag not in record.outcome:
+            text += f", {flag}"
     return text
 
 

@@ -3,10 +3,11 @@ and a filter that keeps secrets out of every log line.
 
 The :class:`Redactor` knows two kinds of secret:
 
-* the values of the environment variables that hold secrets — the adapters' defaults
-  (``SLACK_BOT_TOKEN``, ``TELEGRAM_BOT_TOKEN``, ``MATRIX_PASSWORD``, …), every variable an
-  ``[adapters.NAME]`` table names in a ``*_env`` key, ``[logging] redact_env``, and the password
-  in ``COTERIE_DATABASE_URL``;
+* the values of the environment variables that hold secrets, whatever their length — the
+  adapters' defaults (``SLACK_BOT_TOKEN``, ``TELEGRAM_BOT_TOKEN``, ``MATRIX_PASSWORD``, …), every
+  variable an ``[adapters.NAME]`` table names in a field its settings schema marks secret
+  (:data:`coterie.config.SECRET_ENV`; an adapter without a schema: every ``*_env`` key),
+  ``[logging] redact_env``, and the password in ``COTERIE_DATABASE_URL``;
 * anything shaped like a token: Slack ``xoxb-…``/``xapp-…``, Telegram ``123456:ABC…``, Matrix
   ``syt_…``, ``Bearer …`` and the password in ``scheme://user:password@host``.
 
@@ -24,10 +25,13 @@ import sys
 import traceback
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 from urllib.parse import unquote, urlsplit
 
 from coterie.framework.config import Config
+
+if TYPE_CHECKING:
+    from coterie.framework.adapter import Adapter
 
 REDACTED = "[redacted]"
 
@@ -43,8 +47,10 @@ SECRET_ENV = (
     "MATRIX_STORE_PASSPHRASE",
     "COTERIE_DATABASE_URL",
 )
-#: a value shorter than this is not treated as a secret (it would blank out ordinary words)
-MIN_SECRET_LENGTH = 6
+#: a secret shorter than this is still redacted, but a warning says it is weak (and that
+#: redacting it blanks out ordinary text in the logs)
+SHORT_SECRET = 6
+_WARNED: set[str] = set()
 
 TOKEN_PATTERNS = (
     re.compile(r"\bxox[a-z]-[A-Za-z0-9-]{8,}"),  # Slack bot, user and legacy tokens
@@ -64,7 +70,7 @@ class Redactor:
     """Replaces secret values and token-shaped strings with ``[redacted]``."""
 
     def __init__(self, secrets: Iterable[str] = ()) -> None:
-        values = {s for s in secrets if s and len(s) >= MIN_SECRET_LENGTH}
+        values = {s for s in secrets if s}
         # longest first, so a secret containing another is replaced whole
         self.secrets = sorted(values, key=len, reverse=True)
 
@@ -84,27 +90,46 @@ class Redactor:
         return self(value if isinstance(value, str) else str(value))
 
 
-def secret_env_names(config: Config | None = None) -> list[str]:
-    """Names of the environment variables whose values are secrets."""
+def secret_env_names(
+    config: Config | None = None, adapters: Mapping[str, type[Adapter]] | None = None
+) -> list[str]:
+    """Names of the environment variables whose values are secrets: the defaults, what each
+    ``[adapters.NAME]`` table names in the fields its adapter's settings schema marks secret
+    (``adapters``: the loaded adapter classes by name; a table of an adapter not given, or
+    without a schema, counts every ``*_env`` key), and ``[logging] redact_env``."""
     names = list(SECRET_ENV)
     if config is not None:
-        for table in config.adapters.values():
-            names += [str(v) for k, v in table.items() if k.endswith("_env") and v]
+        for name, table in config.adapters.items():
+            cls = (adapters or {}).get(name)
+            if cls is not None:
+                names += cls.secret_env_names(table)
+            else:
+                names += [str(v) for k, v in table.items() if k.endswith("_env") and v]
         names += config.logging.redact_env
     return list(dict.fromkeys(names))
 
 
 def secret_values(
-    config: Config | None = None, environ: Mapping[str, str] | None = None
+    config: Config | None = None,
+    environ: Mapping[str, str] | None = None,
+    adapters: Mapping[str, type[Adapter]] | None = None,
 ) -> list[str]:
     """The secret values present in the environment (a database URL gives its password too)."""
     env = os.environ if environ is None else environ
     values: list[str] = []
-    for name in secret_env_names(config):
+    for name in secret_env_names(config, adapters):
         value = env.get(name, "").strip()
         if not value:
             continue
         values.append(value)
+        if len(value) < SHORT_SECRET and name not in _WARNED:
+            _WARNED.add(name)
+            logging.getLogger("coterie").warning(
+                "$%s holds a secret of only %d characters: it is redacted from the logs "
+                "(with every text that contains it), but it is easy to guess",
+                name,
+                len(value),
+            )
         if "://" in value:
             try:
                 password = urlsplit(value).password
@@ -189,21 +214,24 @@ def setup_logging(
     level: str | int | None = None,
     stream: TextIO | None = None,
     environ: Mapping[str, str] | None = None,
+    adapters: Mapping[str, type[Adapter]] | None = None,
 ) -> logging.Handler:
     """Send every log record to ``stream`` (stderr) as text or JSON, secrets redacted.
 
     ``log_format`` and ``level`` win over the config's ``[logging]`` table (then ``log_level``).
-    Replaces the root logger's handlers (``logging.basicConfig``'s included)."""
+    Replaces the root logger's handlers (``logging.basicConfig``'s included). ``adapters`` (the
+    loaded adapter classes by name) lets their settings schemas say which keys are secret."""
     chosen = log_format or (config.logging.format if config else "text")
     if level is None:
         level = (config.logging.level or config.log_level) if config else "INFO"
     handler = logging.StreamHandler(stream or sys.stderr)
     handler.set_name(_OURS)
     handler.setFormatter(JsonFormatter() if chosen == "json" else TextFormatter())
-    handler.addFilter(RedactingFilter(Redactor(secret_values(config, environ))))
     root = logging.getLogger()
     for old in list(root.handlers):
         root.removeHandler(old)
     root.addHandler(handler)
+    # after the handler is in place, so that a warning about a weak secret is shown (redacted)
+    handler.addFilter(RedactingFilter(Redactor(secret_values(config, environ, adapters))))
     root.setLevel(level)
     return handler

@@ -11,7 +11,7 @@ import time
 from collections import defaultdict
 
 from coterie.errors import UsageError
-from coterie.framework.commands import Command, CommandContext
+from coterie.framework.commands import Command, CommandContext, shown_id
 from coterie.framework.grammar import shorten, tokens
 from coterie.hookimpl import hookimpl
 from coterie.play.rooms import is_mention, is_storyteller, mention_key, names_person
@@ -24,7 +24,7 @@ LOG_USAGE = "!log [N | ROLL-ID]"
 STATS_USAGE = "!stats [@USER]"
 DEFAULT_LINES = 10
 MAX_LINES = 25
-_ID = re.compile(r"[a-z2-9]{6}(?:-[0-9]{1,3})?")
+_ID = re.compile(r"[a-z2-9]{6,13}(?:-[0-9]{1,3})?")
 
 
 def _faces(record: RollRecord, limit: int = 20) -> str:
@@ -39,7 +39,7 @@ def _result(record: RollRecord) -> str:
 def _line(record: RollRecord) -> list[Node]:
     stamp = time.strftime("%m-%d %H:%M", time.gmtime(record.time))
     return [
-        code(record.id),
+        code(shown_id(record.id)),
         Text(f" {stamp} "),
         bold(record.display_name),
         Text(f" {shorten(record.request, 60)} → {_result(record)} ({_faces(record)})"),
@@ -49,7 +49,7 @@ def _line(record: RollRecord) -> list[Node]:
 def _secret_line(record: RollRecord) -> list[Node]:
     stamp = time.strftime("%m-%d %H:%M", time.gmtime(record.time))
     return [
-        code(record.id),
+        code(shown_id(record.id)),
         Text(f" {stamp} "),
         bold(record.display_name),
         Text(" rolled in secret"),
@@ -81,16 +81,25 @@ async def log_command(ctx: CommandContext) -> Reply:
         raise UsageError("give a number of rolls or one roll id", usage=LOG_USAGE)
     if words and _ID.fullmatch(words[0].lower()) and not words[0].isdigit():
         wanted = words[0].lower()
+        base, _, number = wanted.partition("-")
         found = [
             r
             for r in await store.rolls(room, limit=None)
-            if r.id.split("-")[0] == wanted.split("-")[0] and (r.id == wanted or "-" not in wanted)
+            if r.id.partition("-")[0].startswith(base)
+            and (not number or r.id.partition("-")[2] == number)
         ]
         if not found:
             raise UsageError(f"no roll `{wanted}` in this room's log", usage=LOG_USAGE)
         hidden = await _hidden(ctx, found)
         body: list[Node] = []
         secret: list[Node] = []
+        rolls = {r.id.partition("-")[0] for r in found}
+        if len(rolls) > 1:  # a shown id is a prefix: two rolls may share it, never confused
+            body += [
+                Text(f"{len(rolls)} different rolls have ids starting with "),
+                code(base),
+                Text(": each is shown with its whole id."),
+            ]
         for record in reversed(found):
             if body:
                 body.append(BR)
@@ -163,7 +172,7 @@ async def stats_command(ctx: CommandContext) -> list[Node]:
         per_user[record.user].append(record)
     body: list[Node] = [bold("Dice statistics"), Text(f" ({len(records)} rolls in this room)")]
     ranked = sorted(per_user.values(), key=len, reverse=True)
-    tallies = {name: variant.tallies for name, variant in ctx.app.variants.items()}
+    tallies = {name: variant.stats_tallies() for name, variant in ctx.app.variants.items()}
     for rolls in ranked[:MAX_LINES]:
         body += [BR, *_user_line(rolls, tallies)]
     return body

@@ -17,7 +17,13 @@ from dataclasses import replace
 from typing import Any
 
 from coterie.errors import UsageError
-from coterie.framework.commands import Command, CommandContext, parse_requests, roll_reply
+from coterie.framework.commands import (
+    Command,
+    CommandContext,
+    parse_requests,
+    roll_reply,
+    shown_id,
+)
 from coterie.framework.grammar import Parsed, shorten, tokens
 from coterie.hookimpl import hookimpl
 from coterie.play.rooms import (
@@ -132,15 +138,23 @@ async def reveal(ctx: CommandContext) -> list[Node]:
     words = tokens(ctx.args)
     if len(words) != 1:
         raise UsageError("which roll? Give its id, e.g. `!reveal k3f9qz`", usage=REVEAL_USAGE)
-    roll_id = words[0].lower()
+    wanted = words[0].lower().partition("-")[0]
     state = _state(ctx)
-    kept = await state.get(f"roll:{roll_id}")
+    matches = await state.keys(f"roll:{wanted}") if wanted else []
+    if len(matches) > 1:  # a shown id is a prefix; two secrets may share it
+        raise UsageError(
+            f"{len(matches)} secret rolls have ids starting with `{shorten(wanted)}`: give more "
+            "of the id (`!log` shows them whole)",
+            usage=REVEAL_USAGE,
+        )
+    kept = await state.get(matches[0]) if matches else None
     if kept is None:
         raise UsageError(
-            f"there is no secret roll `{shorten(roll_id)}` in this room",
+            f"there is no secret roll `{shorten(wanted)}` in this room",
             hint=f"`{ctx.settings.prefix}log` lists the room's rolls with their ids.",
             usage=REVEAL_USAGE,
         )
+    roll_id = shown_id(matches[0].removeprefix("roll:"))
     if kept["user"] != ctx.message.user and not await is_storyteller(ctx):
         raise UsageError(
             f"only {kept['name']} or the Storyteller can reveal roll {roll_id}",
@@ -148,7 +162,7 @@ async def reveal(ctx: CommandContext) -> list[Node]:
         )
     if kept["revealed"]:
         raise UsageError(f"roll {roll_id} was revealed already", usage=REVEAL_USAGE)
-    await state.set(f"roll:{roll_id}", {**kept, "revealed": True})
+    await state.set(matches[0], {**kept, "revealed": True})
     body: list[Node] = [
         italic(f"{ctx.message.display_name} reveals {kept['name']}'s secret {kept['what']} "),
         code(roll_id),

@@ -120,6 +120,32 @@ OUTCOME_COLOURS: dict[str, str] = {
     "botch": "#c92a2a",
 }
 FALLBACK_COLOURS = ("#1971c2", "#0c8599", "#5c940d", "#e67700")
+#: bar colours of outcomes no name above covers, by their declared flags (first match wins)
+FLAG_COLOURS: tuple[tuple[str, str], ...] = (
+    ("messy", "#e8590c"),
+    ("critical", "#f2b600"),
+    ("exceptional", "#f2b600"),
+    ("botch", "#c92a2a"),
+)
+#: a winning outcome with no flag and no colour of its own
+WIN_COLOUR = "#2f9e44"
+
+
+def flagged(dist: Distribution, variant: Variant[Any, Any]) -> Distribution:
+    """``dist`` with the rule set's declared outcome flags (``Variant.outcome_kinds``)."""
+    flags = {kind.name: kind.flags for kind in variant.outcome_kinds if kind.flags}
+    return replace(dist, flags=flags) if flags and not dist.flags else dist
+
+
+def outcome_colour(dist: Distribution, name: str) -> str | None:
+    """The colour of an outcome's bars: by name, else by its flags, else green for a win."""
+    if name in OUTCOME_COLOURS:
+        return OUTCOME_COLOURS[name]
+    flags = dist.flags.get(name, frozenset())
+    for flag, colour in FLAG_COLOURS:
+        if flag in flags:
+            return colour
+    return WIN_COLOUR if name in dist.wins and len(dist.wins) == 1 else None
 
 
 class ChartsUnavailable(UsageError):
@@ -151,7 +177,7 @@ def chart_png(dist: Distribution, *, dpi: int = 100) -> bytes:
         heights = [dist.counts.get((name, v), 0) / dist.total * 100 for v in values]
         if not any(heights):
             continue
-        colour = OUTCOME_COLOURS.get(name) or next(fallback)
+        colour = outcome_colour(dist, name) or next(fallback)
         label = f"{outcome_label(name)} {chances.get(name, dist.percent(0))}"
         axes.bar(values, heights, bottom=bottom, color=colour, label=label, width=0.8)
         bottom = [b + h for b, h in zip(bottom, heights, strict=True)]
@@ -239,7 +265,7 @@ def _odds_nodes(
 ) -> list[Node]:
     """One roll's part of the ``!odds`` answer, all of it worked out in the worker thread (the
     text of a 1000-dice distribution takes a while too)."""
-    dist = variant.odds(request, options)
+    dist = flagged(variant.odds(request, options), variant)
     nodes = answer(dist, comment)
     if chart:
         nodes += [BR, *histogram(dist), BR, chart_image(dist)]

@@ -1,40 +1,35 @@
 """Opening the configured store, and its schema: the Alembic migrations in
-``coterie/storage/migrations`` applied by :func:`upgrade` (``open_store`` on start, ``coterie db
-upgrade`` by hand), :func:`current` and :func:`head_revision` to compare, and the URL helpers the
-CLI shows (see ``docs/storage.md``)."""
+``coterie/storage/migrations`` applied by :func:`upgrade` (``open_store`` on start when the
+database is behind, ``coterie db upgrade`` by hand), :func:`current` and :func:`head_revision` to
+compare, and the URL helpers the CLI shows (see ``docs/storage.md``). SQLAlchemy and Alembic are
+imported only when a migration has to run or be looked at."""
 
 from __future__ import annotations
 
 import contextlib
 import logging
+import sqlite3
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-import sqlalchemy as sa
-from sqlalchemy.engine import URL, Connection
-from sqlalchemy.exc import DBAPIError
-from sqlalchemy.ext.asyncio import AsyncEngine
-
 from coterie.errors import ConfigError
-from coterie.storage.sql import (
-    ADVISORY_CLASS,
-    MIGRATION_LOCK,
-    SQLStore,
-    create_engine,
-    normalize_url,
-    safe_url,
-)
+from coterie.storage.engine import create_engine, normalize_url, safe_url, sqlite_path
+from coterie.storage.postgres import ADVISORY_CLASS
+from coterie.storage.sql import MIGRATION_LOCK, SCHEMA_HEAD, SQLStore
 from coterie.storage.state import MemoryStore, StateStore
 
 if TYPE_CHECKING:
+    from sqlalchemy.engine import URL, Connection
+    from sqlalchemy.ext.asyncio import AsyncEngine
+
     from coterie.framework.config import Config
+
+T = TypeVar("T")
 
 
 #: Alembic's script location: the ``migrations`` package next to this module
 SCRIPT_LOCATION = "coterie.storage:migrations"
-
-T = TypeVar("T")
 
 
 def alembic_config(connection: Connection | None = None) -> Any:
@@ -73,6 +68,7 @@ def _alembic_quiet(quiet: bool) -> Iterator[None]:
 
 
 def _upgrade(connection: Connection, verbose: bool = False) -> None:
+    import sqlalchemy as sa
     from alembic import command
     from alembic.runtime.migration import MigrationContext
 
@@ -98,6 +94,9 @@ def _current(connection: Connection) -> str | None:
 async def _with_engine(
     target: str | URL | AsyncEngine, work: Callable[[AsyncEngine], Awaitable[T]]
 ) -> T:
+    from sqlalchemy.exc import DBAPIError
+    from sqlalchemy.ext.asyncio import AsyncEngine
+
     engine = target if isinstance(target, AsyncEngine) else create_engine(target)
     try:
         return await work(engine)
@@ -134,6 +133,26 @@ async def current(target: str | URL | AsyncEngine) -> str | None:
     return await _with_engine(target, work)
 
 
+def sqlite_revision(path: Path) -> str | None:
+    """The schema revision of the SQLite database file at ``path`` read with plain
+    :mod:`sqlite3` (``None``: no file, not migrated, or unreadable), without SQLAlchemy or
+    Alembic: what start-up checks before deciding to migrate."""
+    if not path.is_file():
+        return None
+    try:
+        db = sqlite3.connect(f"{path.absolute().as_uri()}?mode=ro", uri=True)
+    except sqlite3.Error:
+        return None
+    try:
+        db.execute("PRAGMA busy_timeout = 5000")  # a migration elsewhere ends in moments
+        found = db.execute("SELECT version_num FROM alembic_version").fetchall()
+    except sqlite3.Error:
+        return None
+    finally:
+        db.close()
+    return str(found[0][0]) if len(found) == 1 else None
+
+
 def is_memory_url(url: str) -> bool:
     """``memory://``: the process-local :class:`~coterie.state.MemoryStore`."""
     return url.strip().lower().startswith("memory:")
@@ -143,23 +162,40 @@ def sqlite_file(url: str) -> Path | None:
     """The database file of a SQLite URL (``None`` for any other URL)."""
     if is_memory_url(url):
         return None
-    parsed = normalize_url(url)
-    if parsed.get_backend_name() != "sqlite" or parsed.database is None:
-        return None
-    return Path(parsed.database).expanduser()
+    path = sqlite_path(url)
+    if path is None:
+        normalize_url(url)  # refuse what is no database URL at all
+    return path
+
+
+def describe_store(url: str) -> str:
+    """Which store ``url`` is, in a few words for the one start line (no password)."""
+    if is_memory_url(url):
+        return "state in memory (lost when the process ends)"
+    path = sqlite_file(url)
+    return f"state in SQLite {path}" if path is not None else f"state in {display_url(url)}"
 
 
 def display_url(url: str) -> str:
     """``url`` with any password hidden."""
-    return url if is_memory_url(url) else safe_url(normalize_url(url))
+    if is_memory_url(url) or sqlite_path(url) is not None:
+        return url  # no password in either
+    return safe_url(normalize_url(url))
 
 
 async def open_store(config: Config, *, verbose: bool = False) -> StateStore:
     """The state store the config names (``$COTERIE_DATABASE_URL``, ``[state] url``, else the
-    SQLite file ``coterie.db`` under ``data_dir``), migrated to the newest schema."""
+    SQLite file ``coterie.db`` under ``data_dir``), migrated to the newest schema. A SQLite
+    database already at :data:`SCHEMA_HEAD` is opened without importing SQLAlchemy or
+    Alembic; one behind it (or a new one) is migrated first."""
     url = config.database_url()
     if is_memory_url(url):
         return MemoryStore()
+    path = sqlite_path(url)
+    if path is not None:
+        if sqlite_revision(path) != SCHEMA_HEAD or verbose:  # -v: Alembic's own lines
+            await upgrade(url, verbose=verbose)
+        return SQLStore(url)
     engine = create_engine(url)
     try:
         await upgrade(engine, verbose=verbose)

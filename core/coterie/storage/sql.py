@@ -1,22 +1,29 @@
-"""The persistent state store: SQLAlchemy 2 (async) on SQLite (WAL, the default) or PostgreSQL.
+"""The persistent state store: SQLite (WAL, the default) or PostgreSQL.
 
-:class:`SQLStore` implements :class:`coterie.storage.state.StateStore` over two tables, ``kv`` (JSON
-values by namespace and key) and ``rolls`` (the roll log); the schema is kept by the Alembic
-migrations in ``coterie/storage/migrations``, applied by :mod:`coterie.storage.migrate`
-(``open_store`` does it on start, ``coterie db upgrade`` by hand). See ``docs/storage.md``.
+:class:`SQLStore` implements :class:`coterie.state.StateStore` over two tables, ``kv`` (JSON values
+by namespace and key) and ``rolls`` (the roll log); the schema is kept by the Alembic migrations
+in ``coterie/migrations`` and applied by :func:`upgrade` (``open_store`` does it on start when
+the database is behind, ``coterie db upgrade`` by hand). See ``docs/storage.md``.
 
 Transactions and locking:
 
-* **SQLite** (``sqlite+aiosqlite:///path``): every write transaction starts with ``BEGIN
-  IMMEDIATE`` (the driver's own lazy BEGIN is switched off), so it holds SQLite's single write
-  lock from its first statement: writers are serialised across tasks, stores and processes on the
-  same file, and a read-modify-write never loses an update. Within one store, write transactions
-  also queue on an asyncio lock, so tasks wait in the event loop rather than in SQLite's busy
-  handler. WAL mode lets readers go on while one writer works.
-* **PostgreSQL** (``postgresql+asyncpg://...``): a transaction with a ``lock`` first takes the
-  transaction-scoped advisory lock of that key (``pg_advisory_xact_lock``), so two transactions on
-  the same room never interleave, whichever worker process or engine runs them; transactions on
-  different rooms run in parallel.
+* **SQLite** (``sqlite:///path``, the default) is driven through the standard library's
+  :mod:`sqlite3` directly on the event loop: a statement on a local file takes microseconds, far
+  less than a hop to a database thread would. Each store keeps two connections, one that writes
+  and one that reads what is committed. Every write transaction starts with ``BEGIN IMMEDIATE``,
+  so it holds SQLite's single write lock from its first statement: writers are serialised across
+  tasks, stores and processes on the same file, and a read-modify-write never loses an update.
+  No call ever waits inside SQLite (the busy timeout is 0): when another process holds the lock,
+  the transaction waits for it in the event loop (``asyncio.sleep``, up to
+  :data:`SQLITE_BUSY_TIMEOUT_MS`), so other rooms and adapters go on meanwhile. Within one store,
+  write transactions also queue on an asyncio lock. WAL mode lets readers go on while one writer
+  works; ``synchronous = NORMAL``: a committed transaction is in the WAL file before the call
+  returns, so it survives the process being killed (a power cut may lose the last commits).
+  SQLAlchemy and Alembic are imported only when the schema has to be created or migrated.
+* **PostgreSQL** (``postgresql+asyncpg://...``), through SQLAlchemy 2 (async) and asyncpg: a
+  transaction with a ``lock`` first takes the transaction-scoped advisory lock of that key
+  (``pg_advisory_xact_lock``), so two transactions on the same room never interleave, whichever
+  worker process or engine runs them; transactions on different rooms run in parallel.
 
 A transaction's writes land when its block ends normally; an exception rolls back every write and
 every logged roll of the block.
@@ -26,270 +33,55 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-import dataclasses
 import json
 import logging
-import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+import sqlite3
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
-import sqlalchemy as sa
-from sqlalchemy import event
-from sqlalchemy.engine import URL, Connection, make_url
-from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
-
-from coterie.errors import ConfigError
-from coterie.storage.state import RollRecord, StateStore, Transaction, check_json
+from coterie.storage.state import RollRecord, Transaction, check_json
 
 if TYPE_CHECKING:
-    pass
+    from sqlalchemy.engine import URL
+    from sqlalchemy.ext.asyncio import AsyncEngine
+
+
+from coterie.storage.engine import create_engine, normalize_url, sqlite_path, tables
+
+# names this module had before the store was split in parts (tests and plugins import them)
+from coterie.storage.engine import safe_url as safe_url
+from coterie.storage.postgres import (
+    ADVISORY_CLASS,
+    PG_CACHE_SIZE,
+    PG_CHANNEL,
+    PG_POOL_SIZE,
+    PG_SETUP,
+    SELECT_PG_ROLLS,
+    PGTransaction,
+    pg_literal,
+)
+from coterie.storage.rows import RETRY_ATTEMPTS as RETRY_ATTEMPTS
+from coterie.storage.rows import T, atomically, roll_row
+from coterie.storage.rows import is_retryable as is_retryable
+from coterie.storage.sqlite import (
+    CHECKPOINT_EVERY,
+    LiteTransaction,
+    connect_sqlite,
+    lite_keys,
+    roll_record,
+    select_lite_rolls,
+    when_free,
+)
 
 log = logging.getLogger(__name__)
 
-#: how long a SQLite writer waits for another process's write lock before failing
-SQLITE_BUSY_TIMEOUT_MS = 30_000
-#: the first key of coterie's PostgreSQL advisory locks (the second is ``hashtext(lock)``), so
-#: they do not collide with another application's locks on the same database
-ADVISORY_CLASS = 0x0C07E
 #: the advisory lock taken while migrating, so that two workers starting together take turns
 MIGRATION_LOCK = "coterie.migrations"
-#: attempts of a transaction that failed on a serialization failure or a deadlock
-RETRY_ATTEMPTS = 4
-
-metadata = sa.MetaData()
-
-#: JSON values by namespace and key
-kv = sa.Table(
-    "kv",
-    metadata,
-    sa.Column("namespace", sa.Text, nullable=False),
-    sa.Column("key", sa.Text, nullable=False),
-    sa.Column("value", sa.Text, nullable=False),
-    sa.Column("updated_at", sa.Double, nullable=False),
-    sa.PrimaryKeyConstraint("namespace", "key", name="pk_kv"),
-)
-
-#: the roll log, one row per :class:`~coterie.state.RollRecord`, in order of logging (``seq``)
-rolls = sa.Table(
-    "rolls",
-    metadata,
-    sa.Column(
-        "seq",
-        sa.BigInteger().with_variant(sa.Integer(), "sqlite"),
-        primary_key=True,
-        autoincrement=True,
-    ),
-    sa.Column("id", sa.String(64), nullable=False),
-    sa.Column("room", sa.Text, nullable=False),
-    sa.Column("user", sa.Text, nullable=False),
-    sa.Column("display_name", sa.Text, nullable=False),
-    sa.Column("variant", sa.Text, nullable=False),
-    sa.Column("request", sa.Text, nullable=False),
-    sa.Column("faces", sa.Text, nullable=False),
-    sa.Column("outcome", sa.Text, nullable=False),
-    sa.Column("successes", sa.Integer, nullable=False),
-    sa.Column("botch", sa.Boolean, nullable=False),
-    sa.Column("expected", sa.Double, nullable=True),
-    sa.Column("session", sa.Text, nullable=True),
-    sa.Column("time", sa.Double, nullable=False),
-    sa.Column("detail", sa.Text, nullable=False),
-    sa.UniqueConstraint("id", name="uq_rolls_id"),
-    sa.Index("ix_rolls_room_seq", "room", "seq"),
-)
-
-_JSON_COLUMNS = ("faces", "detail")
-_FIELDS = [f.name for f in dataclasses.fields(RollRecord)]
-
-T = TypeVar("T")
-
-
-def _dumps(value: Any) -> str:
-    check_json(value)
-    return json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
-
-
-def normalize_url(url: str | URL) -> URL:
-    """The async-driver URL of ``url``: ``sqlite://`` becomes ``sqlite+aiosqlite://`` and
-    ``postgresql://`` ``postgresql+asyncpg://``; other databases are refused."""
-    try:
-        parsed = make_url(url) if isinstance(url, str) else url
-    except ArgumentError:
-        raise ConfigError(
-            f"state.url: {str(url)!r} is not a database URL; use e.g. "
-            "sqlite+aiosqlite:///data/coterie.db, postgresql+asyncpg://user@host/db or memory://"
-        ) from None
-    backend = parsed.get_backend_name()
-    if backend == "sqlite":
-        if parsed.database in (None, "", ":memory:"):
-            raise ConfigError(
-                "state.url: an in-memory SQLite database is not shared between connections; "
-                "use memory:// for a store that lives as long as the process"
-            )
-        return parsed.set(drivername="sqlite+aiosqlite")
-    if backend in ("postgresql", "postgres"):
-        return parsed.set(drivername="postgresql+asyncpg")
-    raise ConfigError(
-        f"state.url: coterie keeps its state in SQLite or PostgreSQL, not {backend!r}"
-    )
-
-
-def safe_url(url: URL) -> str:
-    return url.render_as_string(hide_password=True)
-
-
-def create_engine(url: str | URL) -> AsyncEngine:
-    """An async engine for ``url`` set up for coterie's transactions (on SQLite: WAL, a busy
-    timeout, ``BEGIN IMMEDIATE`` for writes, and the database's directory created)."""
-    parsed = normalize_url(url)
-    try:
-        if parsed.get_backend_name() == "sqlite":
-            assert parsed.database is not None
-            Path(parsed.database).expanduser().parent.mkdir(parents=True, exist_ok=True)
-            engine = create_async_engine(parsed)
-            _sqlite_events(engine)
-        else:
-            engine = create_async_engine(parsed, pool_pre_ping=True)
-    except (NoSuchModuleError, ImportError) as error:  # pragma: no cover - dependencies missing
-        raise ConfigError(f"state.url: no driver for {safe_url(parsed)}: {error}") from None
-    except OSError as error:
-        raise ConfigError(
-            f"state.url: cannot create the directory of {parsed.database}: {error.strerror}"
-        ) from None
-    return engine
-
-
-def _sqlite_events(engine: AsyncEngine) -> None:
-    @event.listens_for(engine.sync_engine, "connect")
-    def _connect(dbapi_connection: Any, _record: Any) -> None:
-        # The driver's own transaction handling (a BEGIN before the first write only) is off;
-        # the "begin" hook below emits the BEGIN coterie wants.
-        dbapi_connection.isolation_level = None
-        cursor = dbapi_connection.cursor()
-        cursor.execute(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}")
-        cursor.execute("PRAGMA journal_mode = WAL")
-        cursor.execute("PRAGMA synchronous = NORMAL")
-        cursor.close()
-
-    @event.listens_for(engine.sync_engine, "begin")
-    def _begin(connection: Connection) -> None:
-        mode = connection.get_execution_options().get("coterie_begin", "IMMEDIATE")
-        connection.exec_driver_sql(f"BEGIN {mode}")
-
-
-def is_retryable(error: BaseException) -> bool:
-    """A failure that running the same transaction again may not meet: a PostgreSQL
-    serialization failure or deadlock, or SQLite's lock wait running out."""
-    if not isinstance(error, DBAPIError):
-        return False
-    orig = error.orig
-    for candidate in (orig, getattr(orig, "__cause__", None)):
-        if getattr(candidate, "sqlstate", None) in ("40001", "40P01"):
-            return True
-    return "database is locked" in str(orig)
-
-
-async def atomically(
-    store: StateStore,
-    body: Callable[[Transaction], Awaitable[T]],
-    *,
-    lock: str = "",
-    attempts: int = RETRY_ATTEMPTS,
-) -> T:
-    """Run ``body(tx)`` in ``store.transaction(lock)`` and return its result; when the database
-    gives up on it (a deadlock, a serialization failure, a lock wait running out), run it again
-    (at most ``attempts`` times). ``body`` must do nothing but its reads and writes through
-    ``tx``: it may run more than once."""
-    for attempt in range(1, attempts + 1):
-        try:
-            async with store.transaction(lock) as tx:
-                return await body(tx)
-        except DBAPIError as error:
-            if attempt == attempts or not is_retryable(error):
-                raise
-            log.info("transaction %r: %s; trying again (%d)", lock, error.orig, attempt)
-            await asyncio.sleep(0.01 * 2**attempt)
-    raise AssertionError("unreachable")  # pragma: no cover
-
-
-class _SQLTransaction:
-    """The reads and writes of one database transaction (they go to the database at once and
-    are committed or rolled back together)."""
-
-    def __init__(self, connection: AsyncConnection) -> None:
-        self._conn = connection
-
-    async def get(self, namespace: str, key: str) -> Any | None:
-        found = await self._conn.scalar(
-            sa.select(kv.c.value).where(kv.c.namespace == namespace, kv.c.key == key)
-        )
-        return None if found is None else json.loads(found)
-
-    async def set(self, namespace: str, key: str, value: Any) -> None:
-        text = _dumps(value)
-        now = time.time()
-        if self._conn.dialect.name == "postgresql":
-            from sqlalchemy.dialects.postgresql import insert as pg_insert
-
-            pg_stmt = pg_insert(kv).values(namespace=namespace, key=key, value=text, updated_at=now)
-            await self._conn.execute(
-                pg_stmt.on_conflict_do_update(
-                    index_elements=[kv.c.namespace, kv.c.key],
-                    set_={"value": pg_stmt.excluded.value, "updated_at": now},
-                )
-            )
-        else:
-            from sqlalchemy.dialects.sqlite import insert as sqlite_insert
-
-            lite_stmt = sqlite_insert(kv).values(
-                namespace=namespace, key=key, value=text, updated_at=now
-            )
-            await self._conn.execute(
-                lite_stmt.on_conflict_do_update(
-                    index_elements=[kv.c.namespace, kv.c.key],
-                    set_={"value": lite_stmt.excluded.value, "updated_at": now},
-                )
-            )
-
-    async def delete(self, namespace: str, key: str) -> None:
-        await self._conn.execute(sa.delete(kv).where(kv.c.namespace == namespace, kv.c.key == key))
-
-    async def keys(self, namespace: str, prefix: str = "") -> list[str]:
-        query = sa.select(kv.c.key).where(kv.c.namespace == namespace)
-        if prefix:
-            query = query.where(sa.func.substr(kv.c.key, 1, len(prefix)) == prefix)
-        found = (await self._conn.scalars(query)).all()
-        # sorted here, not by the database: a PostgreSQL collation may order text differently
-        return sorted(k for k in found if k.startswith(prefix))
-
-    async def log_roll(self, record: RollRecord) -> None:
-        row = record.as_json()
-        check_json(row)
-        for name in _JSON_COLUMNS:
-            row[name] = _dumps(row[name])
-        await self._conn.execute(sa.insert(rolls).values(**row))
-
-    async def rolls(
-        self, room: str, *, limit: int | None, user: str | None, session: str | None
-    ) -> list[RollRecord]:
-        query = sa.select(*(rolls.c[name] for name in _FIELDS)).where(rolls.c.room == room)
-        if user is not None:
-            query = query.where(rolls.c.user == user)
-        if session is not None:
-            query = query.where(rolls.c.session == session)
-        query = query.order_by(rolls.c.seq.desc())
-        if limit is not None:
-            query = query.limit(max(limit, 0))
-        found = []
-        for row in (await self._conn.execute(query)).mappings():
-            data = dict(row)
-            for name in _JSON_COLUMNS:
-                data[name] = json.loads(data[name])
-            data["botch"] = bool(data["botch"])
-            found.append(RollRecord.from_json(data))
-        return found
+#: the newest migration in ``coterie/migrations/versions`` (a test checks it is Alembic's head):
+#: start-up compares a SQLite database's ``alembic_version`` with it before importing Alembic
+SCHEMA_HEAD = "0001"
 
 
 #: the SQLite stores whose write transaction the current task is inside (to refuse a nested
@@ -299,36 +91,146 @@ _writing: contextvars.ContextVar[frozenset[int]] = contextvars.ContextVar(
 )
 
 
+def __getattr__(name: str) -> Any:
+    # ``from coterie.storage.sql import metadata`` (Alembic's env.py), ``kv``, ``rolls``
+    if name in ("metadata", "kv", "rolls"):
+        return getattr(tables(), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 class SQLStore:
-    """A :class:`~coterie.state.StateStore` in a SQL database (see the module's docstring).
-    Build it on an engine from :func:`create_engine` (or a URL) whose schema is up to date
-    (:func:`upgrade`); :func:`open_store` does both."""
+    """A :class:`~coterie.state.StateStore` in a SQL database (see the module's docstring):
+    built on a URL (or an engine from :func:`create_engine`, of which a SQLite store only takes
+    the file) whose schema is up to date (:func:`upgrade`); :func:`open_store` does both."""
 
     def __init__(self, engine: AsyncEngine | str | URL) -> None:
-        self.engine: AsyncEngine = (
-            engine if isinstance(engine, AsyncEngine) else create_engine(engine)
-        )
-        self.dialect: str = self.engine.dialect.name
+        self._engine: AsyncEngine | None = None
+        path: Path | None = None
+        if isinstance(engine, str):
+            path = sqlite_path(engine)
+            url: Any = None if path is not None else normalize_url(engine)
+        else:
+            given: Any = engine  # an AsyncEngine, or a SQLAlchemy URL
+            url = getattr(given, "url", given)
+            self._engine = given if hasattr(given, "dispose") else None
+            if url.get_backend_name() == "sqlite":
+                path = sqlite_path(url.render_as_string(hide_password=False))
+                url = None
+            else:
+                url = normalize_url(url)
+        #: the SQLite database file (``None`` on PostgreSQL)
+        self.path: Path | None = path
+        self.dialect: str = "sqlite" if path is not None else "postgresql"
+        self._url = url
+        self._idle: list[Any] = []  # PostgreSQL connections not in use
+        self._open = 0  # PostgreSQL connections open
+        self._freed = asyncio.Condition()
+        self._read_ahead: dict[str, tuple[tuple[str, str], ...]] = {}
+        #: PostgreSQL: values read by ``get``, kept while a listener hears every commit's keys
+        self._cache: dict[tuple[str, str], str | None] = {}
+        self._listener: Any = None
+        self._heard = 0  # notices heard (a read that overlaps one is not kept)
+        self._writer: sqlite3.Connection | None = None
+        self._reader: sqlite3.Connection | None = None
+        self._checkpointer: sqlite3.Connection | None = None
+        self._checkpoint: asyncio.Future[None] | None = None
+        self._commits = 0
         self._room_locks: dict[str, asyncio.Lock] = {}
         self._write_lock = asyncio.Lock()  # SQLite only: one writer at a time anyway
 
+    # --- SQLite ---
+
+    @property
+    def engine(self) -> AsyncEngine:
+        """A SQLAlchemy (async) engine on the store's database, for a plugin's own tables (see
+        docs/storage.md): the one the store was built on, else made on first use (SQLAlchemy is
+        imported then). The store itself talks to SQLite through :mod:`sqlite3` and to
+        PostgreSQL through asyncpg; the engine is closed with the store."""
+        if self._engine is None:
+            self._engine = create_engine(
+                f"sqlite:///{self.path}" if self.path is not None else self._url
+            )
+        return self._engine
+
+    def _lite(self, reader: bool = False) -> sqlite3.Connection:
+        """The store's writing (or reading) SQLite connection, opened on first use."""
+        db = self._reader if reader else self._writer
+        if db is None:
+            assert self.path is not None
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            db = connect_sqlite(self.path)
+            if reader:
+                self._reader = db
+            else:
+                db.execute("PRAGMA wal_autocheckpoint = 0")  # see _checkpoint_soon
+                self._writer = db
+        return db
+
+    def _checkpoint_soon(self) -> None:
+        """Every :data:`CHECKPOINT_EVERY` commits, copy the WAL into the database file in a
+        thread (a checkpoint syncs the file: milliseconds the event loop should not wait)."""
+        self._commits += 1
+        if self._commits < CHECKPOINT_EVERY or self._checkpoint is not None:
+            return
+        self._commits = 0
+        assert self.path is not None
+        if self._checkpointer is None:
+            self._checkpointer = connect_sqlite(self.path)
+
+        def checkpoint(db: sqlite3.Connection) -> None:
+            try:
+                db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+            except sqlite3.Error as error:  # the next one will try again
+                log.debug("WAL checkpoint: %s", error)
+
+        future = asyncio.get_running_loop().run_in_executor(None, checkpoint, self._checkpointer)
+        self._checkpoint = future
+        future.add_done_callback(lambda _: setattr(self, "_checkpoint", None))
+
+    @asynccontextmanager
+    async def _lite_transaction(self) -> AsyncIterator[LiteTransaction]:
+        if id(self) in _writing.get():
+            raise RuntimeError(
+                "a SQLite store cannot open a transaction (or write with store.set/...) "
+                "inside another of its transactions: use the transaction's own methods"
+            )
+        async with self._write_lock:
+            db = self._lite()
+            await when_free(lambda: db.execute("BEGIN IMMEDIATE"), "BEGIN IMMEDIATE")
+            token = _writing.set(_writing.get() | {id(self)})
+            try:
+                yield LiteTransaction(db)
+            except BaseException as error:
+                log.debug("transaction rolled back: %r", error)
+                if db.in_transaction:
+                    db.execute("ROLLBACK")
+                raise
+            else:
+                try:
+                    db.execute("COMMIT")
+                except BaseException:
+                    if db.in_transaction:
+                        db.execute("ROLLBACK")
+                    raise
+                self._checkpoint_soon()
+            finally:
+                _writing.reset(token)
+
+    async def _read(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        """``work`` on a connection outside any transaction: the writing one while no
+        transaction of this store is open (its page cache is current after its own commits:
+        fewer system calls), else the reading one (which sees only what is committed)."""
+        writer = self._writer
+        if writer is not None and not self._write_lock.locked() and not writer.in_transaction:
+            return await when_free(lambda: work(writer), "read")
+        db = self._lite(reader=True)
+        return await when_free(lambda: work(db), "read")
+
+    # --- PostgreSQL ---
+
     @asynccontextmanager
     async def _local_lock(self, lock: str) -> AsyncIterator[None]:
-        """Queue this process's transactions in the event loop: all writers on SQLite (the
-        database takes one at a time), the same ``lock`` on PostgreSQL."""
-        if self.dialect == "sqlite":
-            if id(self) in _writing.get():
-                raise RuntimeError(
-                    "a SQLite store cannot open a transaction (or write with store.set/...) "
-                    "inside another of its transactions: use the transaction's own methods"
-                )
-            async with self._write_lock:
-                token = _writing.set(_writing.get() | {id(self)})
-                try:
-                    yield
-                finally:
-                    _writing.reset(token)
-            return
+        """Queue this process's transactions on the same ``lock`` in the event loop."""
         if not lock:
             yield
             return
@@ -340,30 +242,148 @@ class SQLStore:
             if not room_lock.locked() and not getattr(room_lock, "_waiters", None):
                 self._room_locks.pop(lock, None)
 
-    @asynccontextmanager
-    async def transaction(self, lock: str = "") -> AsyncIterator[_SQLTransaction]:
-        async with self._local_lock(lock), self.engine.connect() as conn, conn.begin():
-            if lock and self.dialect == "postgresql":
-                await conn.execute(
-                    sa.select(sa.func.pg_advisory_xact_lock(ADVISORY_CLASS, sa.func.hashtext(lock)))
-                )
-            try:
-                yield _SQLTransaction(conn)
-            except BaseException as error:
-                log.debug("transaction %r rolled back: %r", lock, error)
-                raise
+    async def _connect(self) -> Any:
+        import asyncpg  # type: ignore[import-untyped]
+
+        url = self._url
+        connection = await asyncpg.connect(
+            host=url.host,
+            port=url.port,
+            user=url.username,
+            password=url.password,
+            database=url.database,
+            server_settings={"standard_conforming_strings": "on", "application_name": "coterie"},
+            **{k: v for k, v in url.query.items() if k in ("ssl", "timeout")},
+        )
+        await connection.execute(PG_SETUP)
+        return connection
+
+    async def _acquire(self) -> Any:
+        async with self._freed:
+            while not self._idle and self._open >= PG_POOL_SIZE:
+                await self._freed.wait()
+            if self._idle:
+                return self._idle.pop()
+            self._open += 1
+        try:
+            return await self._connect()
+        except BaseException:
+            await self._release(None)
+            raise
+
+    async def _release(self, conn: Any) -> None:
+        """Give back a connection (``None``: one that was closed, or never opened)."""
+        async with self._freed:
+            if conn is None or conn.is_closed():
+                self._open -= 1
+            else:
+                self._idle.append(conn)
+            self._freed.notify()
 
     @asynccontextmanager
-    async def _reading(self) -> AsyncIterator[_SQLTransaction]:
-        async with self.engine.connect() as conn:
-            if self.dialect == "sqlite":  # a plain (deferred) BEGIN: no write lock for reads
-                conn = await conn.execution_options(coterie_begin="DEFERRED")
-            async with conn.begin():
-                yield _SQLTransaction(conn)
+    async def _connection(self) -> AsyncIterator[Any]:
+        """A connection of this store's own pool (no reset query on release: a connection in
+        doubt — a failed or cancelled call — is closed instead of reused)."""
+        conn = await self._acquire()
+        try:
+            yield conn
+        except BaseException:
+            conn.terminate()
+            await self._release(None)
+            raise
+        await self._release(conn)
+
+    async def _listen(self) -> None:
+        """Open the connection that hears which keys commits change (``LISTEN``): while it
+        is up, values read by ``get`` are kept and dropped when a commit names their key."""
+        if self._listener is not None:
+            return
+        try:
+            listener = await self._connect()
+            await listener.add_listener(PG_CHANNEL, self._heard_notice)
+        except Exception as error:  # reads go to the database each time, as without a cache
+            log.warning("PostgreSQL: no LISTEN connection (%s): reads are not cached", error)
+            return
+        listener.add_termination_listener(self._lost_listener)
+        self._listener = listener
+
+    def _heard_notice(self, _conn: Any, _pid: int, _channel: str, payload: str) -> None:
+        self._heard += 1
+        if payload == "*":
+            self._cache.clear()
+        else:
+            namespace, _, key = payload.partition("\x1f")
+            self._cache.pop((namespace, key), None)
+
+    def _lost_listener(self, _conn: Any) -> None:
+        self._listener = None  # notices may be missed from now on: nothing cached is kept
+        self._heard += 1
+        self._cache.clear()
+
+    @asynccontextmanager
+    async def _pg_transaction(self, lock: str) -> AsyncIterator[PGTransaction]:
+        async with self._local_lock(lock):
+            conn = await self._acquire()
+            tx = PGTransaction(self, conn, lock)
+            clean = False
+            try:
+                try:
+                    yield tx
+                except BaseException as error:
+                    log.debug("transaction %r rolled back: %r", lock, error)
+                    # nothing was written: unless a database call was cut short, the
+                    # connection holds no more than the lock
+                    if not tx.busy and not isinstance(error, asyncio.CancelledError):
+                        if tx.started and lock:
+                            await conn.execute(
+                                f"SELECT pg_advisory_unlock({ADVISORY_CLASS}, "
+                                f"hashtext({pg_literal(lock)}))"
+                            )
+                        clean = True
+                    raise
+                query = tx.commit_query()
+                if query:
+                    await conn.execute(query)
+                clean = True
+                tx.learn()
+                for key in tx.written():  # this process's own reads see its writes at once
+                    self._cache.pop(key, None)
+            finally:
+                if not clean:
+                    conn.terminate()  # a transaction in doubt is rolled back, its locks freed
+                await self._release(conn if clean else None)
+
+    # --- the protocol ---
+
+    def transaction(self, lock: str = "") -> Any:
+        """See :meth:`coterie.state.StateStore.transaction`."""
+        if self.path is not None:
+            return self._lite_transaction()
+        return self._pg_transaction(lock)
 
     async def get(self, namespace: str, key: str) -> Any | None:
-        async with self._reading() as tx:
-            return await tx.get(namespace, key)
+        if self.path is not None:
+            found = await self._read(
+                lambda db: db.execute(
+                    "SELECT value FROM kv WHERE namespace = ? AND key = ?", (namespace, key)
+                ).fetchone()
+            )
+            return None if found is None else json.loads(found[0])
+        wanted = (namespace, key)
+        if self._listener is not None and wanted in self._cache:
+            value = self._cache[wanted]
+        else:
+            await self._listen()
+            heard = self._heard
+            async with self._connection() as conn:
+                value = await conn.fetchval(
+                    "SELECT value FROM kv WHERE namespace = $1 AND key = $2", namespace, key
+                )
+            if self._listener is not None and heard == self._heard:
+                if len(self._cache) >= PG_CACHE_SIZE:
+                    self._cache.pop(next(iter(self._cache)))
+                self._cache[wanted] = value
+        return None if value is None else json.loads(value)
 
     async def set(self, namespace: str, key: str, value: Any) -> None:
         check_json(value)  # before any retry or lock
@@ -380,11 +400,31 @@ class SQLStore:
         await atomically(self, body)
 
     async def keys(self, namespace: str, prefix: str = "") -> list[str]:
-        async with self._reading() as tx:
-            return await tx.keys(namespace, prefix)
+        if self.path is not None:
+            return await self._read(lambda db: lite_keys(db, namespace, prefix))
+        async with self._connection() as conn:
+            found = await conn.fetch(
+                "SELECT key FROM kv WHERE namespace = $1 AND substr(key, 1, $2) = $3",
+                namespace,
+                len(prefix),
+                prefix,
+            )
+        # sorted here, not by the database: a PostgreSQL collation may order text differently
+        return sorted(k for (k,) in found if k.startswith(prefix))
+
+    async def expire(self, namespace: str, before: float) -> int:
+        """Remove the values of ``namespace`` last written before ``before`` (seconds since the
+        epoch); how many went. Used to forget old answered events."""
+        query = "DELETE FROM kv WHERE namespace = {} AND updated_at < {}"
+        if self.path is not None:
+            async with self._lite_transaction() as tx:
+                return int(tx.execute(query.format("?", "?"), (namespace, before)).rowcount)
+        async with self._connection() as conn:
+            status = await conn.execute(query.format("$1", "$2"), namespace, before)
+        return int(str(status).rsplit(" ", 1)[-1] or 0)
 
     async def log_roll(self, record: RollRecord) -> None:
-        check_json(record.as_json())
+        roll_row(record)  # refuse a record no store could keep before any retry or lock
 
         async def body(tx: Transaction) -> None:
             await tx.log_roll(record)
@@ -399,14 +439,48 @@ class SQLStore:
         user: str | None = None,
         session: str | None = None,
     ) -> list[RollRecord]:
-        async with self._reading() as tx:
-            return await tx.rolls(room, limit=limit, user=user, session=session)
+        if self.path is not None:
+            return await self._read(lambda db: select_lite_rolls(db, room, limit, user, session))
+        query = SELECT_PG_ROLLS + " WHERE room = $1"
+        args: list[Any] = [room]
+        if user is not None:
+            args.append(user)
+            query += f' AND "user" = ${len(args)}'
+        if session is not None:
+            args.append(session)
+            query += f" AND session = ${len(args)}"
+        query += " ORDER BY seq DESC"
+        if limit is not None:
+            args.append(max(limit, 0))
+            query += f" LIMIT ${len(args)}"
+        async with self._connection() as conn:
+            rows = await conn.fetch(query, *args)
+        return [roll_record(tuple(row)) for row in rows]
 
     async def rooms(self) -> list[str]:
         """The rooms with logged rolls, sorted (not part of the protocol)."""
-        async with self._reading() as tx:
-            found = await tx._conn.scalars(sa.select(rolls.c.room).distinct())
-            return sorted(found.all())
+        if self.path is not None:
+            found = await self._read(
+                lambda db: [room for (room,) in db.execute("SELECT DISTINCT room FROM rolls")]
+            )
+            return sorted(found)
+        async with self._connection() as conn:
+            rows = await conn.fetch("SELECT DISTINCT room FROM rolls")
+        return sorted(room for (room,) in rows)
 
     async def close(self) -> None:
-        await self.engine.dispose()
+        if self._checkpoint is not None:
+            await asyncio.wait([self._checkpoint])
+        for db in (self._writer, self._reader, self._checkpointer):
+            if db is not None:
+                db.close()  # the last connection to the file checkpoints what is left
+        self._writer = self._reader = self._checkpointer = None
+        async with self._freed:
+            idle, self._idle = self._idle, []
+            self._open -= len(idle)
+        listener, self._listener = self._listener, None
+        self._cache.clear()
+        for conn in [*idle, *([listener] if listener is not None else [])]:
+            await conn.close()
+        if self._engine is not None:
+            await self._engine.dispose()

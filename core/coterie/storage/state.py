@@ -6,8 +6,8 @@ free botch) here; plugins get the same API through ``app.state`` and ``ctx.state
 Two implementations share the :class:`StateStore` protocol and one test suite:
 
 * :class:`MemoryStore` — process-local, for tests and throw-away bots;
-* :class:`coterie.sqlstore.SQLStore` — SQLAlchemy 2 (async) on SQLite (WAL, the default) or
-  PostgreSQL (asyncpg), with Alembic migrations.
+* :class:`coterie.sqlstore.SQLStore` — SQLite (WAL, the default; :mod:`sqlite3` on the event
+  loop) or PostgreSQL (asyncpg), with Alembic migrations.
 
 Every change that belongs together goes through one :meth:`StateStore.transaction`: its writes
 land together or not at all, and two transactions on the same ``lock`` key (a room) never
@@ -293,6 +293,18 @@ class MemoryStore:
 
     async def get(self, namespace: str, key: str) -> Any | None:
         return json_copy(self._data.get((namespace, key)))
+
+    async def expire(self, namespace: str, before: float) -> int:
+        """Remove the values of ``namespace`` stamped (``"at"``) before ``before``; how many."""
+        old = [
+            k
+            for k, v in self._data.items()
+            if k[0] == namespace and isinstance(v, dict) and v.get("at", before) < before
+        ]
+        async with self._commit:
+            for k in old:
+                self._data.pop(k, None)
+        return len(old)
 
     async def set(self, namespace: str, key: str, value: Any) -> None:
         copied = json_copy(value)

@@ -13,7 +13,9 @@ import asyncio
 from alembic import context
 from sqlalchemy.engine import Connection
 
-from coterie.storage.sql import create_engine, metadata
+from coterie.storage.engine import create_engine, tables
+
+metadata = tables().metadata
 
 config = context.config
 
