@@ -5,14 +5,14 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 CONFIG ?= config/coterie.toml
 
-.PHONY: run test lint typecheck unit install peers clean bench fuzz faults postgres nginx docs
+.PHONY: run test lint typecheck unit install peers clean bench fuzz faults postgres nginx docs dist
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
 $(STAMP): $(BIN)/python pyproject.toml examples/coterie-house-rules/pyproject.toml examples/coterie-cofd/pyproject.toml
-	$(BIN)/pip install --quiet -e ".[test,lint,slack,telegram,matrix,charts,bench,docs]"
+	$(BIN)/pip install --quiet -e ".[test,lint,slack,telegram,matrix,charts,bench,docs,postgres,release]"
 	$(BIN)/pip install --quiet -e examples/coterie-house-rules
 	$(BIN)/pip install --quiet -e examples/coterie-cofd
 	touch $(STAMP)
@@ -107,5 +107,13 @@ fuzz: $(STAMP)
 		-max_len=4096 -rss_limit_mb=4096 -dict=fuzz/chat.dict -artifact_prefix=fuzz/ \
 		fuzz/corpus fuzz/seeds
 
+# The wheels a release publishes: coterie (core, rule sets, adapters) and the example plugin, checked
+# with twine and installed into a clean virtual environment (coterie --version, one roll).
+# `make test` runs the same check (tests/test_dist.py).
+dist: $(STAMP)
+	rm -rf dist
+	$(BIN)/pip wheel --quiet --no-deps --wheel-dir dist . examples/coterie-house-rules
+	$(BIN)/python tests/dist_check.py dist
+
 clean:
-	rm -rf $(VENV) $(SYNAPSE_VENV) $(NODE_DIR)/node_modules .pytest_cache .mypy_cache .ruff_cache .hypothesis
+	rm -rf dist $(VENV) $(SYNAPSE_VENV) $(NODE_DIR)/node_modules .pytest_cache .mypy_cache .ruff_cache .hypothesis

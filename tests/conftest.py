@@ -183,6 +183,8 @@ def cli_env() -> dict[str, str]:
 
 
 @pytest.fixture(autouse=True)
-def _no_config_from_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    """In-process CLI calls must not pick up a developer's ``COTERIE_CONFIG``."""
+def _no_config_from_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """In-process CLI calls must not pick up a developer's ``COTERIE_CONFIG``, and without a
+    config file write under the test's own directory, not the user's data directory."""
     monkeypatch.delenv("COTERIE_CONFIG", raising=False)
+    monkeypatch.setenv("COTERIE_DATA_DIR", str(tmp_path / "user-data"))

@@ -372,3 +372,65 @@ def test_chat_unknown_variant_is_a_usage_error(capsys):
     assert main(["chat", "--variant", "nope"]) == 2
     err = capsys.readouterr().err
     assert "--variant: there is no rule set 'nope'" in err and "revised" in err
+
+
+def test_config_check_reports_every_problem_at_once(capsys, tmp_path):
+    path = tmp_path / "many.toml"
+    path.write_text(
+        'log_levle = "INFO"\n'
+        '[defaults]\nvariant = "revsed"\nprefx = "!"\n'
+        '[rooms.table]\nvariant = "v5"\n'
+        '[rooms."slak:C1"]\nvariant = "v5"\n'
+        "[limits]\nmax_dice = 0\n",
+        encoding="utf-8",
+    )
+    assert main(["config", "check", str(path)]) == EXIT_CONFIG
+    out, err = capsys.readouterr()
+    assert out == ""
+    lines = err.splitlines()
+    expected = [
+        "log_levle: unknown key (did you mean 'log_level'?)",
+        "defaults.prefx: unknown key (did you mean 'prefix'?)",
+        "limits.max_dice: ",
+        'rooms.table: a room is named "platform:room" (did you mean [rooms."console:table"]?)',
+        "rooms.\"slak:C1\": no adapter 'slak' (did you mean 'slack'?)",
+        # found although the same table had another problem
+        "defaults.variant: unknown variant 'revsed' (did you mean 'revised'?)",
+    ]
+    for text in expected:
+        assert any(f"{path}: {text}" in line for line in lines), (text, err)
+    assert lines[-1] == f"{len(expected)} problem(s) found"
+
+
+def test_config_problems_are_reusable(tmp_path):
+    from coterie.framework.config import Problems, check_config, validate_table
+    from coterie.framework.config import RoomConfig as Model
+
+    problems = Problems()
+    config = check_config({"defaults": {"prefx": "!", "variant": "v5"}}, problems)
+    assert config is not None and config.defaults.variant == "v5"
+    with problems.gather():  # a plugin's own table, validated by the same rules
+        validate_table(Model, {"storytelers": []}, "plugins.settings.mine")
+    assert problems.lines == [
+        "defaults.prefx: unknown key (did you mean 'prefix'?)",
+        "plugins.settings.mine.storytelers: unknown key (did you mean 'storytellers'?)",
+    ]
+
+
+def test_completion_script_completes_subcommands_and_options(coterie_cli, cli_env, tmp_path):
+    script = subprocess.run(
+        [*coterie_cli, "completion", "bash"],
+        capture_output=True,
+        text=True,
+        env=cli_env,
+        timeout=60,
+    ).stdout
+    (tmp_path / "c.sh").write_text(script, encoding="utf-8")
+    probe = (
+        f"source {tmp_path / 'c.sh'}; "
+        'COMP_WORDS=(coterie con); COMP_CWORD=1; _coterie; echo "${COMPREPLY[@]}"; '
+        'COMP_WORDS=(coterie config ""); COMP_CWORD=2; _coterie; echo "${COMPREPLY[@]}"; '
+        'COMP_WORDS=(coterie roll --var); COMP_CWORD=2; _coterie; echo "${COMPREPLY[@]}"'
+    )
+    out = subprocess.run(["bash", "-c", probe], capture_output=True, text=True, timeout=60)
+    assert out.stdout.splitlines() == ["config", "--help check", "--variant"], out

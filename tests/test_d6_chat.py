@@ -285,9 +285,10 @@ async def test_help_texts() -> None:
     assert (
         contest_help.startswith("!contest POOL [DIFFICULTY] vs POOL") and "seesaw" in contest_help
     )
-    init_help = to_plain((await send(app, "!help init")).body).splitlines()
+    init_help = to_plain((await send(app, "!help initiative")).body).splitlines()
     assert init_help[0] == INITIATIVE.removeprefix("Usage: ")
-    assert "Celerity's extra actions come after everyone's first action" in init_help[-1]
+    assert "Celerity's extra actions come after everyone's first action" in init_help[-2]
+    assert init_help[-1].startswith("Examples: !initiative ")
 
 
 async def test_every_round_limit_is_reported() -> None:

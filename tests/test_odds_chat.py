@@ -192,7 +192,7 @@ async def test_without_matplotlib_a_chart_is_a_friendly_error(monkeypatch) -> No
     reply = await send(app, "!odds 5 chart")
     assert reply.is_error
     assert "charts need matplotlib" in to_plain(reply.body)
-    assert "pip install 'coterie[charts]'" in to_plain(reply.body)
+    assert "pip install '.[charts]' in a clone" in to_plain(reply.body)
     assert not (await send(app, "!odds 5")).is_error
 
 

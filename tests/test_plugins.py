@@ -30,6 +30,7 @@ BUILTINS = [
     "coterie.play.chronicles",
     "coterie.play.clauses",
     "coterie.play.contests",
+    "coterie.play.dice",
     "coterie.play.extended",
     "coterie.play.help",
     "coterie.play.initiative",

@@ -81,8 +81,15 @@ async def test_a_crashing_adapter_is_restarted_while_the_others_keep_working(cap
     waits = [
         float(r.message.split(" in ")[1].removesuffix(" s"))
         for r in caplog.records
-        if "crashed" in r.message
+        if r.message.startswith("adapter crashing")
     ]
+    # the platform could not be reached: one line per attempt, no traceback
+    assert all(
+        "cannot reach the platform (ConnectionError: the platform hung up)" in r.message
+        and r.exc_info is None
+        for r in caplog.records
+        if r.message.startswith("adapter crashing")
+    )
     # the shared back-off (coterie.retry): nominal waits, stretched by at most 20 % of jitter
     assert len(waits) == 2
     assert 0.05 <= waits[0] <= 0.06 and 0.1 <= waits[1] <= 0.12
@@ -163,3 +170,22 @@ async def test_an_adapter_that_will_not_stop_is_cancelled_after_the_grace(caplog
     stopping.set()
     await asyncio.wait_for(running, 5)  # the stuck one does not hold the process
     assert "adapter stuck did not finish within 0.5 s: cancelled" in caplog.text
+
+
+def test_what_counts_as_unreachable() -> None:
+    from coterie.framework.adapter import unreachable
+
+    class NetworkError(Exception):  # named like python-telegram-bot's, from any module
+        pass
+
+    try:
+        try:
+            raise OSError("Name or service not known")
+        except OSError as dns:
+            raise RuntimeError("wrapped") from dns
+    except RuntimeError as wrapped:
+        assert unreachable(wrapped)  # through the cause
+    assert unreachable(NetworkError("httpx.ConnectError"))
+    assert unreachable(TimeoutError())
+    assert not unreachable(ValueError("a bug"))
+    assert not unreachable(KeyError("x"))

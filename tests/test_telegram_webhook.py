@@ -5,6 +5,7 @@ stand-in for the TLS reverse proxy), and requests without the secret token are r
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -105,6 +106,7 @@ async def test_requests_without_the_secret_token_are_refused(fake, lynn, session
             ("POST", url, good, "{not json", 400),
             ("POST", url, good, json.dumps({"message": {}}), 400),
             ("POST", url, good, json.dumps([1, 2]), 400),
+            ("POST", url, good, json.dumps({"update_id": 1, "pad": "x" * (1 << 20)}), 413),
         ]
         statuses = []
         for method, target, headers, data, _ in attempts:
@@ -113,6 +115,7 @@ async def test_requests_without_the_secret_token_are_refused(fake, lynn, session
         await settle(adapter)
     assert statuses == [expected for *_, expected in attempts]
     assert fake.sent() == []
+    assert "tornado" not in sys.modules  # served by aiohttp, like the other adapters
 
 
 async def test_a_replayed_update_is_answered_once(fake, lynn, session):

@@ -78,7 +78,7 @@ class MatrixAdapter(Adapter):
         if missing:
             raise ConfigError(
                 f"{WHERE}: the Matrix adapter needs the matrix extra "
-                f"(pip install 'coterie[matrix]'); missing: {', '.join(missing)}"
+                f"(pip install '.[matrix]' in a clone); missing: {', '.join(missing)}"
             )
         self.credentials: Credentials = read_credentials(self.options, environ)
         #: where the key store, device id and sync token live

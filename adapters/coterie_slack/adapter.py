@@ -62,7 +62,7 @@ class SlackAdapter(Adapter):
         if missing:
             raise ConfigError(
                 f"{WHERE}: the Slack adapter needs the slack extra "
-                f"(pip install 'coterie[slack]'); missing: {', '.join(missing)}"
+                f"(pip install '.[slack]' in a clone); missing: {', '.join(missing)}"
             )
         self.options = SlackSettings.from_table(settings)
         self.credentials: Credentials = read_credentials(self.options, environ)

@@ -314,6 +314,7 @@ class SlackBot:
         self.core = core
         self.settings = settings
         self.credentials = credentials
+        _quiet_reconnects()
         self.client = AsyncWebClient(
             token=credentials.bot_token,
             base_url=settings.api_url,
@@ -759,3 +760,22 @@ def _check(response: WebhookResponse, what: str) -> None:
         log.warning(
             "Slack refused %s via response_url: %s %s", what, response.status_code, response.body
         )
+
+
+class _RetryNoise(logging.Filter):
+    """Offline, slack_sdk says at INFO that it found a retry handler, and bolt warns about the
+    token on every restart: the supervisor's one line per attempt says what matters."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = str(record.msg)
+        return not message.startswith(("A retry handler found", "As you gave `client` as well"))
+
+
+_NOISE = _RetryNoise()
+
+
+def _quiet_reconnects() -> None:
+    for name in ("coterie.slack.web", "coterie.slack.bolt"):
+        logger = logging.getLogger(name)
+        if _NOISE not in logger.filters:
+            logger.addFilter(_NOISE)

@@ -28,8 +28,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("coterie.telegram")
 
-#: python-telegram-bot, and tornado for the webhook (both in the ``telegram`` extra)
-REQUIRED_MODULES = ("telegram", "tornado")
+#: python-telegram-bot (the ``telegram`` extra), and aiohttp (a core dependency) for the webhook
+REQUIRED_MODULES = ("telegram", "aiohttp")
 
 
 class TelegramAdapter(Adapter):
@@ -65,7 +65,7 @@ class TelegramAdapter(Adapter):
         if missing:
             raise ConfigError(
                 f"{WHERE}: the Telegram adapter needs the telegram extra "
-                f"(pip install 'coterie[telegram]'); missing: {', '.join(missing)}"
+                f"(pip install '.[telegram]' in a clone); missing: {', '.join(missing)}"
             )
         self.credentials: Credentials = read_credentials(self.options, environ)
         #: set while polling or while the webhook is registered and listening
@@ -110,7 +110,7 @@ class TelegramAdapter(Adapter):
             )
         server = WebhookServer(path=self.options.path, secret=secret, receive=bot.receive)
         try:
-            self.address = server.listen(self.options.host, self.options.port)
+            self.address = await server.listen(self.options.host, self.options.port)
             await bot.set_webhook(secret)
             self.ready.set()
             host, port = self.address

@@ -34,7 +34,11 @@ PROGRESS = Option(
 )
 
 
+#: two ``!roll`` calls written right, for help and for errors that teach
+EXAMPLES = ("7 6", "3+4 8 wp")
+
 GRAMMAR = Grammar(
+    example=EXAMPLES[0],
     usage="!roll POOL [DIFFICULTY] [wp] [auto] [ext TARGET [progress P]] "
     "[vs POOL [DIFFICULTY] [wp] [progress P]] [# comment]",
     positionals=(POOL, DIFFICULTY),
@@ -178,6 +182,7 @@ class CrossoverOutcome(Outcome):
 
 class CrossoverVariant(pools.StorytellerActions, Variant[CrossoverRequest, CrossoverOutcome]):
     name = "crossover"
+    examples = EXAMPLES
     title = "Crossover World of Darkness (vampires, werewolves, mages)"
     sides = 10
     default_difficulty = rules.DEFAULT_DIFFICULTY

@@ -97,7 +97,11 @@ CARRIED = "seesaw balance"
 ROLL_USAGE = "!roll POOL [DIFFICULTY] [need N] [vs POOL [to N]] [# comment]"
 
 
+#: two ``!roll`` calls written right, for help and for errors that teach
+EXAMPLES = ("5 4", "4 5 need 2")
+
 GRAMMAR = Grammar(
+    example=EXAMPLES[0],
     usage=ROLL_USAGE,
     positionals=(POOL, DIFFICULTY),
     options=(DIFF, NEED, SEESAW),
@@ -296,6 +300,7 @@ D6Outcome = RollOutcome | ContestOutcome | SeesawOutcome | InitiativeOutcome
 
 class D6Variant(Variant[D6Request, D6Outcome]):
     name = "d6"
+    examples = EXAMPLES
     title = "Vampire on six-sided dice"
     sides = rules.SIDES
     default_difficulty = rules.DEFAULT_DIFFICULTY

@@ -22,6 +22,7 @@ COMMANDS = [
         name="throw",
         summary="throw a dice pool the LAIA way: ?throw POOL DIFFICULTY # comment",
         usage=THROW_USAGE,
+        examples=("?throw {roll}", "?throw {roll2}"),
         handler=throw,
         variants=("laia",),
         details=(

@@ -64,7 +64,11 @@ PROGRESS = Option(
 OPPONENT_PROGRESS = replace(PROGRESS, help="the opposition's tally so far (extended and resisted)")
 
 
+#: two ``!roll`` calls written right, for help and for errors that teach
+EXAMPLES = ("7 6", "4+3 8 spec")
+
 GRAMMAR = Grammar(
+    example=EXAMPLES[0],
     usage="!roll POOL [DIFFICULTY] [spec] [retry N] [ext TARGET [progress P]] "
     "[vs POOL [DIFFICULTY] [spec] [progress P]] [# comment]",
     positionals=(POOL, DIFFICULTY),
@@ -189,6 +193,7 @@ class LaiaOutcome(Outcome):
 
 class LaiaVariant(pools.StorytellerActions, Variant[LaiaRequest, LaiaOutcome]):
     name = "laia"
+    examples = EXAMPLES
     title = "Vampire: the Masquerade V20 — LAIA house rules"
     sides = 10
     default_difficulty = rules.DEFAULT_DIFFICULTY

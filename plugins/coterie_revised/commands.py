@@ -80,6 +80,7 @@ COMMANDS = [
         name="multi",
         summary="multiple actions in one turn: each pool loses dice by the schedule",
         usage=MULTI_USAGE,
+        examples=("!multi 6 6; 6 7", "!multi 3+4 6 wp; 5 7"),
         handler=multi,
         variants=("revised",),
         details="With 3 actions the first loses 3 dice, the second 4, the third 5.",

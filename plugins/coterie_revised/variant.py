@@ -21,7 +21,11 @@ from coterie_revised.requests import RevisedRequest, Side
 DIFFICULTY = difficulty_slot(rules.MIN_DIFFICULTY, rules.MAX_DIFFICULTY, rules.DEFAULT_DIFFICULTY)
 
 
+#: two ``!roll`` calls written right, for help and for errors that teach
+EXAMPLES = ("7 6", "3+4 8 wp")
+
 GRAMMAR = Grammar(
+    example=EXAMPLES[0],
     usage="!roll POOL [DIFFICULTY] [wp] [auto] [multi N [action K]] [retry N] "
     "[ext TARGET [progress P]] [vs POOL [DIFFICULTY] [wp]] [# comment]",
     positionals=(POOL, DIFFICULTY),
@@ -215,6 +219,7 @@ class RevisedOutcome(Outcome):
 
 class RevisedVariant(pools.StorytellerActions, Variant[RevisedRequest, RevisedOutcome]):
     name = "revised"
+    examples = EXAMPLES
     title = "Vampire: the Masquerade, Revised"
     sides = 10
     default_difficulty = rules.DEFAULT_DIFFICULTY

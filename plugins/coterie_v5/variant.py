@@ -159,7 +159,11 @@ VERSUS = Grammar(
 )
 
 
+#: two ``!roll`` calls written right, for help and for errors that teach
+EXAMPLES = ("7 2 3", "4+3 1 2 spec")
+
 GRAMMAR = Grammar(
+    example=EXAMPLES[0],
     usage="!roll POOL [HUNGER] [DIFFICULTY] [spec] [auto] [team N] [bonus N] [penalty N] "
     "[harder N] [easier N] [equip poor|none] [half POOL | skill N] [vs POOL [HUNGER]] "
     "[# comment]",
@@ -379,6 +383,7 @@ def reroll_options(outcome: V5Outcome) -> list[rules.Strategy]:
 
 class V5Variant(Variant[Request, AnyOutcome]):
     name = NAME
+    examples = EXAMPLES
     title = "Vampire: the Masquerade, 5th edition"
     sides = 10
     default_difficulty = rules.DEFAULT_DIFFICULTY

@@ -88,3 +88,38 @@ async def drain_tasks(
             await asyncio.gather(*left, return_exceptions=True)
             return
         await asyncio.wait(set(tasks), timeout=remaining)
+
+
+#: exception class names (any module) that mean the network is not there, from the HTTP and chat
+#: libraries the adapters use: the core names them without importing a platform library
+_NETWORK_ERRORS = (
+    "NetworkError",
+    "TimedOut",
+    "ConnectError",
+    "ConnectTimeout",
+    "ClientConnectorError",
+    "ClientConnectorDNSError",
+    "ServerDisconnectedError",
+    "ClientOSError",
+    "LocalProtocolError",
+)
+
+
+def unreachable(error: BaseException) -> bool:
+    """Whether ``error`` (or what caused it) says the platform could not be reached."""
+    seen: BaseException | None = error
+    for _ in range(8):
+        if seen is None:
+            return False
+        if isinstance(seen, OSError | TimeoutError):
+            return True
+        if any(cls.__name__ in _NETWORK_ERRORS for cls in type(seen).__mro__):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
+def one_line(error: BaseException) -> str:
+    """``ClassName: message`` on one line, for a log line without a traceback."""
+    text = " ".join(str(error).split()) or "no detail"
+    return f"{type(error).__name__}: {text[:200]}"

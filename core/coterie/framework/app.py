@@ -4,6 +4,7 @@ adapter (console, Slack, Telegram, Matrix) goes through: :meth:`Coterie.handle`.
 from __future__ import annotations
 
 import asyncio
+import difflib
 import logging
 import time
 from collections.abc import Sequence
@@ -16,7 +17,7 @@ from coterie.framework.checks import check_against_plugins
 from coterie.framework.commands import Command, CommandContext, new_roll_id, shown_id
 from coterie.framework.config import Config
 from coterie.framework.events import Sweeper, answered_before, event_key, record_answer
-from coterie.framework.grammar import CommandLine, localise, shorten, split_command, suggest
+from coterie.framework.grammar import CommandLine, localise, shorten, split_command
 from coterie.framework.guard import CommandGuard, CommandRefused
 from coterie.framework.limits import limit_reply
 from coterie.framework.message import Message
@@ -150,7 +151,7 @@ class Coterie:
         self.host._fail(plugin, hook, TypeError(problem))
 
     def _check_config(self) -> None:
-        """Check the config against the loaded plugins (:mod:`coterie.framework.checks`)."""
+        """Check the config against the loaded plugins; every problem is reported at once."""
         check_against_plugins(self.config, self.variants, self.adapter_classes)
 
     # --- lifecycle ---------------------------------------------------------------------------
@@ -258,9 +259,11 @@ class Coterie:
         return matches[0] if matches else None
 
     def room_commands(self, variant: str) -> list[Command]:
+        """The commands of a room on ``variant`` that its rule set supports, by name."""
         seen: dict[str, Command] = {}
+        rules = self.variants.get(variant)
         for command in sorted(self.commands, key=lambda c: not c.variants):
-            if command.available_in(variant):
+            if command.available_in(variant) and (rules is None or command.supported_by(rules)):
                 seen.setdefault(command.name, command)
         return sorted(seen.values(), key=lambda c: c.name)
 
@@ -376,16 +379,27 @@ class Coterie:
         return await self._run(command, context)
 
     def _unknown_command(self, line: CommandLine, settings: RoomSettings) -> Reply:
+        """An unknown command: the room's closest command names, or the rule sets that have it."""
+        prefix, word = settings.prefix, line.command
+        elsewhere = sorted(
+            {v for c in self.commands if word in c.names for v in c.variants} & set(self.variants)
+        )
+        if elsewhere:
+            owners = " or ".join(f"{self.variants[v].title} ({v})" for v in elsewhere)
+            return error_reply(
+                f"unknown command `{prefix}{shorten(word)}` here: it belongs to {owners}; "
+                "this room plays "
+                f"{self.variants[settings.variant].title}.",
+                hint=f"A Storyteller switches the room with `{prefix}variant {elsewhere[0]}`.",
+            )
         names = [name for c in self.room_commands(settings.variant) for name in c.names]
-        close = suggest(line.command, names)
+        close = difflib.get_close_matches(word, names, n=3, cutoff=0.6)
         hint = (
-            f"Did you mean `{settings.prefix}{close}`?"
+            "Did you mean " + " or ".join(f"`{prefix}{name}`" for name in close) + "?"
             if close
-            else f"`{settings.prefix}help` lists the commands."
+            else f"`{prefix}help` lists the commands."
         )
-        return error_reply(
-            f"unknown command `{settings.prefix}{shorten(line.command)}`.", hint=hint
-        )
+        return error_reply(f"unknown command `{prefix}{shorten(word)}`.", hint=hint)
 
     async def _run(self, command: Command, context: CommandContext) -> Reply:
         """Run a command; a command that may change state runs in one transaction of its room:
@@ -410,10 +424,10 @@ class Coterie:
         except CommandRefused as refused:  # too long, or fenced: rolled back, room free again
             return refused.reply
         except UsageError as error:
-            usage = localise(
-                error.usage or command.usage_in(context.variant), context.settings.prefix
-            )
-            return error_reply(error.message, usage=usage, hint=error.hint)
+            prefix = context.settings.prefix
+            usage = localise(error.usage or command.usage_in(context.variant), prefix)
+            hint = error.hint.replace("`!", f"`{prefix}") if error.hint else None
+            return error_reply(error.message, usage=usage, hint=hint)
         except Exception:
             incident = new_roll_id()
             log.exception(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import logging
+import re
 import secrets
 from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass, field
@@ -333,6 +334,8 @@ def parse_requests(
         except UsageError as error:
             if error.usage in (None, variant.grammar.usage):
                 error.usage = usage
+            if error.hint and ctx.line.command != "roll":  # taught with `!roll`: say `!odds`
+                error.hint = error.hint.replace("`!roll ", f"`!{ctx.line.command} ")
             raise
         count = variant.dice_count(request)
         if count > limits.max_dice:
@@ -416,6 +419,14 @@ class Command:
     #: declines leaves them to the unrestricted command of the same name (d6's ``!contest POOL
     #: vs POOL`` declines ``!contest @user ...``, which play's contest between users answers)
     applies: Callable[[str], bool] | None = field(default=None, compare=False)
+    #: calls written right, shown by ``!help NAME`` (two, ideally). Each is one line, or several
+    #: separated by a newline when it takes a few messages; ``bob: `` before a line means bob
+    #: writes it. ``{roll}``, ``{roll2}`` (the rule set's ``!roll`` examples), ``{pool}`` (the
+    #: first one's pool), ``{variant}`` and ``{difficulty}`` are the room's. A test runs them all.
+    examples: tuple[str, ...] = ()
+    #: whether a rule set can do what this command does (``None``: every one can); ``!help``
+    #: lists it only in rooms whose rule set can (e.g. ``!extended`` needs extended actions)
+    supports: Callable[[Variant[Any, Any]], bool] | None = field(default=None, compare=False)
     #: the usage line in a room on a given rule set, when it depends on the rule set's grammar
     #: (``!resist``: a V5 pool takes Hunger, a revised one a difficulty); else :attr:`usage`
     usage_for: Callable[[Variant[Any, Any]], str] | None = field(default=None, compare=False)
@@ -431,6 +442,10 @@ class Command:
     def available_in(self, variant: str) -> bool:
         return not self.variants or variant in self.variants
 
+    def supported_by(self, variant: Variant[Any, Any]) -> bool:
+        """Whether ``variant`` can do what this command does (see :attr:`supports`)."""
+        return self.supports is None or self.supports(variant)
+
     def takes(self, args: str | None) -> bool:
         """Whether this command answers ``args`` (``None``: any arguments, e.g. for ``!help``)."""
         return args is None or self.applies is None or self.applies(args)
@@ -443,3 +458,50 @@ class Command:
         if not self.variants or not other.variants:
             return not self.variants and not other.variants
         return bool(set(self.variants) & set(other.variants))
+
+
+#: one message of an example: who writes it (``None``: whoever reads the help) and the text
+ExampleStep = tuple[str | None, str]
+
+
+def example_steps(example: str, variant: Variant[Any, Any], prefix: str = "!") -> list[ExampleStep]:
+    """An example of :attr:`Command.examples` as it reads in a room on ``variant`` with
+    ``prefix``: its messages, each with its author."""
+    rolls = variant.roll_examples()
+    values = {
+        "roll": rolls[0],
+        "roll2": rolls[1] if len(rolls) > 1 else rolls[0],
+        "pool": rolls[0].split()[0],
+        "variant": variant.name,
+        "difficulty": str(
+            variant.default_difficulty
+            if variant.default_difficulty is not None
+            else variant.difficulty_range[0]
+        ),
+        "init": _initiative_example(variant),
+        "id": "ROLL-ID",
+    }
+    steps: list[ExampleStep] = []
+    for line in example.format(**values).splitlines():
+        who, sep, text = line.partition(": ")
+        if not sep or " " in who or who.startswith(("!", "?")):
+            who, text = "", line
+        text = text.strip()
+        if text.startswith("!"):
+            text = prefix + text[1:]
+        steps.append((who or None, text))
+    return steps
+
+
+def _initiative_example(variant: Variant[Any, Any]) -> str:
+    """What follows ``!init add NAME`` in an example, from the rule set's usage line
+    (``DEX+WITS [rage N]`` reads ``3+2``; ``ranged | close | other`` reads ``close``)."""
+    usage = variant.initiative_usage().partition(" NAME")[2]
+    usage = re.sub(r"\s*\[[^\]]*\]", "", usage).strip()
+    usage = re.sub(r"(\w+)(?: \| \w+)+", r"\1", usage)
+    return usage.replace("DEX+WITS", "3+2")
+
+
+def show_example(steps: list[ExampleStep]) -> str:
+    """``!roll 7 6``, or ``alice: !contest @bob 7`` then ``bob: !resist 7``: for a help line."""
+    return " then ".join(f"`{who + ': ' if who else ''}{text}`" for who, text in steps)

@@ -6,11 +6,13 @@ Secrets (tokens, passwords) never come from this file: adapters name environment
 
 from __future__ import annotations
 
+import contextlib
+import copy
 import difflib
 import os
 import re
 import tomllib
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, TypeVar, get_args, get_origin
 
@@ -188,6 +190,8 @@ class PluginsConfig(_Strict):
 
 #: the environment variable that overrides ``[state] url`` (and may hold a password)
 DATABASE_URL_ENV = "COTERIE_DATABASE_URL"
+#: the environment variable naming the data directory when no config file is used
+DATA_DIR_ENV = "COTERIE_DATA_DIR"
 #: the SQLite file of the default store, under ``data_dir``
 DEFAULT_DATABASE = "coterie.db"
 _URL_PASSWORD = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://[^/@?#]*:[^/@?#]+@")
@@ -261,7 +265,17 @@ class Config(_Strict):
         return [name for name, table in self.adapters.items() if table.get("enabled", False)]
 
     def data_path(self) -> Path:
-        """``data_dir`` as a path: a relative one is under the config file's directory."""
+        """Where coterie keeps its files (the SQLite store, chart images): ``data_dir``, a
+        relative one under the config file's directory; without a config file (and no
+        ``data_dir`` given) the platform's user data directory, e.g. ``~/.local/share/coterie``
+        (``$COTERIE_DATA_DIR`` overrides it)."""
+        if self._base_dir is None and "data_dir" not in self.model_fields_set:
+            override = os.environ.get(DATA_DIR_ENV)
+            if override:
+                return Path(override).expanduser()
+            import platformdirs
+
+            return Path(platformdirs.user_data_dir("coterie", appauthor=False))
         path = Path(self.data_dir).expanduser()
         if path.is_absolute() or self._base_dir is None:
             return path
@@ -360,6 +374,84 @@ def validate_table(
         raise ConfigError(_format(error, model, prefix=where, missing=missing)) from None
 
 
+def did_you_mean(word: str, known: Iterable[str]) -> str:
+    """`` (did you mean 'rooms'?)``, or `` (known: a, b, c)`` when nothing is close, or ``""``."""
+    names = sorted(set(known))
+    close = difflib.get_close_matches(word, names, n=1)
+    if close:
+        return f" (did you mean {close[0]!r}?)"
+    return f" (known: {', '.join(names)})" if names else ""
+
+
+class Problems:
+    """Every problem of a configuration, gathered instead of stopping at the first: each is one
+    line ``key.path: what is wrong (and the fix)``. ``coterie config check`` prints them all;
+    checks that find several problems add each, or raise :class:`ConfigError` (one line per
+    problem) inside :meth:`gather`."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def __bool__(self) -> bool:
+        return bool(self.lines)
+
+    def __len__(self) -> int:
+        return len(self.lines)
+
+    def add(self, where: str, message: str) -> None:
+        self.lines.append(f"{where}: {message}" if where else message)
+
+    @contextlib.contextmanager
+    def gather(self) -> Iterator[None]:
+        """Run a check that raises :class:`ConfigError`; its lines become problems."""
+        try:
+            yield
+        except ConfigError as error:
+            self.lines.extend(line for line in str(error).splitlines() if line.strip())
+
+    def raise_if_any(self, heading: str | None = None) -> None:
+        if self.lines:
+            raise ConfigError("\n".join([heading, *self.lines] if heading else self.lines))
+
+
+def check_config(data: dict[str, Any], problems: Problems) -> Config | None:
+    """Validate a parsed TOML document, adding every problem to ``problems``. Returns the
+    config, or, when some top-level tables are invalid, the config without them (so that later
+    checks still run on the rest), or ``None`` when nothing can be salvaged."""
+    try:
+        return Config.model_validate(data)
+    except ValidationError as error:
+        problems.lines.extend(_format(error, Config).splitlines())
+        locations = [item["loc"] for item in error.errors() if item["loc"]]
+    pruned = copy.deepcopy(data)
+    for loc in locations:  # leave out just the bad keys: the rest of their table is still checked
+        table: Any = pruned
+        for part in loc[:-1]:
+            table = table.get(part) if isinstance(table, dict) else None
+        if isinstance(table, dict):
+            table.pop(loc[-1], None)
+    whole_tables = {k: v for k, v in data.items() if k not in {loc[0] for loc in locations}}
+    for candidate in (pruned, whole_tables):
+        try:
+            return Config.model_validate(candidate)
+        except ValidationError:
+            continue
+    return None
+
+
+def read_toml(path: str | Path) -> dict[str, Any]:
+    """A TOML file's document, or a :class:`ConfigError` saying why it can't be read."""
+    path = Path(path)
+    try:
+        raw = path.read_text(encoding="utf-8")
+    except OSError as error:
+        raise ConfigError(f"{path}: cannot read the config file ({error.strerror})") from None
+    try:
+        return tomllib.loads(raw)
+    except tomllib.TOMLDecodeError as error:
+        raise ConfigError(f"{path}: not valid TOML: {error}") from None
+
+
 def parse_config(data: dict[str, Any], source: str = "config") -> Config:
     """Validate an already-parsed TOML document."""
     try:
@@ -373,14 +465,6 @@ def load_config(path: str | Path | None) -> Config:
     if path is None:
         return Config()
     path = Path(path)
-    try:
-        raw = path.read_text(encoding="utf-8")
-    except OSError as error:
-        raise ConfigError(f"{path}: cannot read the config file ({error.strerror})") from None
-    try:
-        data = tomllib.loads(raw)
-    except tomllib.TOMLDecodeError as error:
-        raise ConfigError(f"{path}: not valid TOML: {error}") from None
-    config = parse_config(data, str(path))
+    config = parse_config(read_toml(path), str(path))
     config._base_dir = path.resolve().parent
     return config

@@ -25,6 +25,14 @@ _POOL = re.compile(r"[0-9]+(?:[+-][0-9]+)*", re.ASCII)
 _COMPACT = re.compile(r"([a-z]+)([0-9]+)", re.ASCII)
 _JOIN_SIGNS = re.compile(r"(?<=[0-9])\s*([+-])\s*(?=[0-9A-Za-z])", re.ASCII)
 _WORD = re.compile(r"[a-z][a-z0-9_-]*", re.ASCII)
+#: dice notation (``7d10``, ``d6``, ``2d6+3``): not how a pool is written
+DICE_NOTATION = re.compile(r"([0-9]{0,6})d([0-9]{1,6})([+-][0-9]+|k[hl]?[0-9]+)*", re.ASCII)
+_NEGATIVE = re.compile(r"-[0-9]{1,6}", re.ASCII)
+_NUMBER_NAMES = (
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen "
+    "fifteen sixteen seventeen eighteen nineteen twenty"
+)
+NUMBER_WORDS = {word: value for value, word in enumerate(_NUMBER_NAMES.split(" "))}
 
 
 @dataclass(frozen=True)
@@ -193,6 +201,24 @@ class Grammar:
         "{Trait} is rolled alone: write `{trait} N` at the start of the pool, "
         "with nothing added to it"
     )
+    #: the arguments of one valid call (``7 6``): errors that teach rewrite it to show the fix
+    example: str = ""
+
+    def teach(self, pool: int | None = None) -> str:
+        """A call of this command written right, as a hint: ``!roll 7 6``, with its pool set to
+        ``pool`` when given; ``""`` without an :attr:`example`."""
+        if not self.example:
+            return ""
+        first, _, rest = self.example.partition(" ")
+        if pool is not None:
+            first = str(pool)
+        word = self.usage.split(None, 1)[0] if self.usage else "!roll"
+        return f"`{word} {first}{' ' + rest if rest else ''}`"
+
+    def teach_penalty(self, penalty: str) -> str:
+        """:meth:`teach` with a penalty (``-2``) written after the example's pool."""
+        first = self.example.partition(" ")[0]
+        return self.teach().replace(f" {first}", f" {first}{penalty}", 1)
 
     def misplaced_trait(self, word: str) -> UsageError | None:
         """The error for a token naming a Trait where it can't stand (``3 rage 6``, ``2+rage``)."""
@@ -381,7 +407,12 @@ def _parse(
                 parsed.values[slot.name] = parse_pool(word)
             else:
                 value = number(word, slot.name)
-                parsed.values[slot.name] = check_range(value, slot.minimum, slot.maximum, slot.name)
+                try:
+                    check_range(value, slot.minimum, slot.maximum, slot.name)
+                except UsageError as error:
+                    error.hint = _positions_hint(grammar)
+                    raise
+                parsed.values[slot.name] = value
             continue
         misplaced = grammar.misplaced_trait(word)
         if misplaced is not None:
@@ -398,6 +429,9 @@ def _parse(
                 if s.name in parsed.values
             )
             raise UsageError(f"I don't know what `{shorten(raw)}` is for (I read {filled})")
+        taught = _teaching(raw, word, grammar, parsed, words)
+        if taught is not None:
+            raise taught
         close = suggest(name, grammar.vocabulary())
         hint = f" Did you mean `{close}`?" if close else ""
         raise UsageError(f"unknown option `{shorten(raw)}`.{hint}")
@@ -407,3 +441,47 @@ def _parse(
     for slot_name, preset_value in preset.items():
         parsed.values.setdefault(slot_name, preset_value)
     return parsed
+
+
+def _positions_hint(grammar: Grammar) -> str | None:
+    """How the numbers of a command are read, with an example: the fix for a number that landed
+    in the wrong slot (v5's ``!roll 7 6`` reads 6 as Hunger)."""
+    example = grammar.teach()
+    if not example or not grammar.positionals:
+        return None
+    names = " ".join(slot.name.upper() for slot in grammar.positionals)
+    word = grammar.usage.split(None, 1)[0]
+    return f"`{word}` reads its numbers as {names}, e.g. {example}."
+
+
+def _teaching(
+    raw: str, word: str, grammar: Grammar, parsed: Parsed, words: Sequence[str]
+) -> UsageError | None:
+    """The error for a word a newcomer writes for a pool (``7d10``, ``five``, ``-2``), saying how
+    to write it in this rule set; ``None`` for any other word."""
+    if not grammar.example or not grammar.positionals or grammar.positionals[0].kind != "pool":
+        return None
+    pool_given = grammar.positionals[0].name in parsed.values
+    dice = DICE_NOTATION.fullmatch(word)
+    if dice is not None and not pool_given:
+        count = int(dice.group(1) or 1)
+        return UsageError(
+            f"`{shorten(raw)}` is dice notation; here a pool is just its number of dice, and the "
+            "rule set knows the die",
+            hint=f"{count} {'die' if count == 1 else 'dice'}: {grammar.teach(count or 1)}. "
+            f"Plain dice outside the rules: `!r {shorten(raw)}`.",
+        )
+    if word in NUMBER_WORDS:
+        fixed = [str(NUMBER_WORDS[w.lower()]) if w.lower() in NUMBER_WORDS else w for w in words]
+        command = grammar.usage.split(None, 1)[0]
+        return UsageError(
+            f"numbers are written in digits, not `{shorten(raw)}`",
+            hint=f"Write `{command} {shorten(' '.join(fixed), 60)}`.",
+        )
+    if _NEGATIVE.fullmatch(word) and not pool_given:
+        return UsageError(
+            f"a pool is a number of dice, so it can't be `{shorten(raw)}`",
+            hint=f"A penalty is taken from the pool: {grammar.teach()} becomes "
+            f"{grammar.teach_penalty(word)}.",
+        )
+    return None

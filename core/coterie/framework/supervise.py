@@ -13,7 +13,7 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from coterie.framework.adapter import Adapter
+from coterie.framework.adapter import Adapter, one_line, unreachable
 from coterie.retry import Backoff
 
 if TYPE_CHECKING:
@@ -107,14 +107,22 @@ class Supervisor:
             except asyncio.CancelledError:
                 await adapter.stop()
                 raise
-            except Exception:
+            except Exception as error:
                 if self.stopping.is_set():
                     log.exception("adapter %s failed while stopping", name)
                     return
                 if time.monotonic() - started >= MAX_RESTART_DELAY:
                     backoff.reset()  # it ran well for a while: start the back-off anew
                 delay = backoff.next()
-                log.exception("adapter %s crashed; restarting in %.3f s", name, delay)
+                if unreachable(error):  # offline, DNS, refused: one line, not a traceback
+                    log.warning(
+                        "adapter %s: cannot reach the platform (%s); next try in %.3f s",
+                        name,
+                        one_line(error),
+                        delay,
+                    )
+                else:
+                    log.exception("adapter %s crashed; restarting in %.3f s", name, delay)
                 await self._pause(delay)
             finally:
                 self.running.pop(name, None)

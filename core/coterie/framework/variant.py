@@ -261,6 +261,9 @@ class Variant(ABC, Generic[RequestT, OutcomeT]):
     summary: ClassVar[str] = ""
     #: the ``!roll`` grammar
     grammar: ClassVar[Grammar]
+    #: the arguments of ``!roll`` calls written right (two or more), e.g. ``("7 6", "3+4 8 wp")``:
+    #: the welcome banner, ``!help`` and errors that teach show them (a test runs every one)
+    examples: ClassVar[tuple[str, ...]] = ()
     #: per-room toggles with defaults
     house_rules: ClassVar[tuple[HouseRule, ...]] = ()
     #: command prefixes that also work in rooms on this rule set, besides the room's own
@@ -442,6 +445,10 @@ class Variant(ABC, Generic[RequestT, OutcomeT]):
         if value is not None and low <= value <= high:
             return value
         return self.default_difficulty
+
+    def roll_examples(self) -> tuple[str, ...]:
+        """:attr:`examples`, else the grammar's one example, else a bare pool."""
+        return self.examples or ((self.grammar.example,) if self.grammar.example else ("5",))
 
     def help_notes(self) -> list[Node]:
         """Lines added at the foot of the bare ``!help`` in rooms on this rule set."""

@@ -22,6 +22,7 @@ from coterie.errors import ConfigError, UsageError
 from coterie.framework.config import Config, load_config
 from coterie.framework.grammar import Parsed, Pool, check_range
 from coterie.framework.plugins import installed_plugins
+from coterie.ops.lifecycle import describe_store, stop_on_signal, until_interrupted
 from coterie.ops.logs import setup_logging
 from coterie.ops.options import apply_options
 from coterie.ops.scaffold import cmd_new_plugin
@@ -32,6 +33,7 @@ from coterie.rulekit.odds import answer, chart_png, flagged, histogram
 EXIT_USAGE = 2
 LOG_FORMAT_HELP = "log lines as text or one JSON object each (default: [logging] format)"
 EXIT_CONFIG = 3
+VERBOSE_HELP = "also log the database migration library's own lines when nothing is migrated"
 
 
 def _config(path: str | None) -> Config:
@@ -44,11 +46,12 @@ def _app(config: Config, dice: DiceSource | None = None, store: Any = None) -> A
     return Coterie(config, dice=dice, store=store)
 
 
-async def _open_store(config: Config) -> Any:
-    """The config's state store (``[state]``; SQLite under ``data_dir`` by default), migrated."""
+async def _open_store(config: Config, *, verbose: bool = False) -> Any:
+    """The config's state store (``[state]``; SQLite under ``data_dir`` by default), migrated;
+    Alembic's own lines only when something is migrated, or with ``verbose`` (``-v``)."""
     from coterie.storage.migrate import open_store
 
-    return await open_store(config)
+    return await open_store(config, verbose=verbose)
 
 
 def _dice(seed: int | None) -> DiceSource:
@@ -68,6 +71,8 @@ def cmd_chat(args: argparse.Namespace) -> int:
         settings["user"] = args.user
     if args.room:
         settings["room"] = args.room
+    if args.storyteller:
+        settings["storyteller"] = args.storyteller
     cls = app.adapter_classes.get("console")
     if cls is None:
         raise ConfigError("plugins.enable: the console adapter plugin is not enabled")
@@ -78,7 +83,8 @@ def cmd_chat(args: argparse.Namespace) -> int:
         )
 
     async def main() -> None:
-        app.state = await _open_store(config)
+        app.state = await _open_store(config, verbose=args.verbose)
+        sys.stderr.write(f"coterie: {describe_store(config)}\n")
         await app.start()
         try:
             if args.variant is not None:  # as if the room had said !variant NAME
@@ -88,8 +94,7 @@ def cmd_chat(args: argparse.Namespace) -> int:
         finally:
             await app.stop()
 
-    asyncio.run(main())
-    return 0
+    return until_interrupted(main)
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -112,8 +117,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         loop = asyncio.get_running_loop()
         for signum in (signal.SIGINT, signal.SIGTERM):
             with contextlib.suppress(NotImplementedError, RuntimeError):  # not on this platform
-                loop.add_signal_handler(signum, _stop_on_signal, stopping, signum)
-        app.state = await _open_store(config)
+                loop.add_signal_handler(signum, stop_on_signal, stopping, signum)
+        app.state = await _open_store(config, verbose=args.verbose)
+        logging.getLogger("coterie").info("%s", describe_store(config))
         await app.start()
         ops = await serve_ops(app, names, port_offset=port_offset)
         try:
@@ -123,17 +129,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                 await ops.stop()
             await app.stop()
 
-    with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(main())
-    return 0
-
-
-def _stop_on_signal(stopping: asyncio.Event, signum: int) -> None:
-    if not stopping.is_set():  # a warning: it shows at every log level but ERROR
-        logging.getLogger("coterie").warning(
-            "%s: stopping (commands in flight are finished first)", signal.Signals(signum).name
-        )
-    stopping.set()
+    return until_interrupted(main)
 
 
 def cmd_plugins(args: argparse.Namespace) -> int:
@@ -165,19 +161,9 @@ def cmd_plugins(args: argparse.Namespace) -> int:
 
 
 def cmd_config_check(args: argparse.Namespace) -> int:
-    path = args.path or os.environ.get("COTERIE_CONFIG")
-    config = load_config(path)
-    app = _app(config)
-    problems = app.host.failures
-    for failure in problems:
-        sys.stderr.write(f"plugin {failure.plugin}: {failure.where}: {failure.error}\n")
-    verdict = f"{len(problems)} plugin problem(s)" if problems else "OK"
-    sys.stdout.write(
-        f"{path or '(built-in defaults)'}: {verdict} — rule sets: "
-        f"{', '.join(sorted(app.variants))}; default: {config.default_variant}; adapters: "
-        f"{', '.join(config.enabled_adapters()) or 'none'}\n"
-    )
-    return 1 if problems else 0
+    from coterie.ops.configcheck import config_check
+
+    return config_check(args.path or os.environ.get("COTERIE_CONFIG"), _app)
 
 
 def cmd_db(args: argparse.Namespace) -> int:
@@ -347,6 +333,13 @@ def cmd_odds(args: argparse.Namespace) -> int:
     return 0
 
 
+def _completion(args: argparse.Namespace) -> int:
+    from coterie.ops.completion import script
+
+    sys.stdout.write(script(build_parser(), args.shell))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="coterie", description="Storyteller dice bots for every chat platform."
@@ -369,7 +362,11 @@ def build_parser() -> argparse.ArgumentParser:
     chat.add_argument("--seed", type=int, help="deterministic dice for demos and tests")
     chat.add_argument("--user", help="your name in the room")
     chat.add_argument("--room", help="the room's name (default: table)")
+    chat.add_argument(
+        "--storyteller", metavar="USER", help="this user has the Storyteller's rights in the room"
+    )
     chat.add_argument("--log-format", choices=("text", "json"), help=LOG_FORMAT_HELP)
+    chat.add_argument("-v", "--verbose", action="store_true", help=VERBOSE_HELP)
     chat.set_defaults(func=cmd_chat)
 
     run = sub.add_parser(
@@ -379,6 +376,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--config", help="config file")
     run.add_argument("--log-format", choices=("text", "json"), help=LOG_FORMAT_HELP)
+    run.add_argument("-v", "--verbose", action="store_true", help=VERBOSE_HELP)
     run.set_defaults(func=cmd_run)
 
     plugins = sub.add_parser("plugins", help="installed and enabled plugins")
@@ -451,6 +449,15 @@ def build_parser() -> argparse.ArgumentParser:
     odds.add_argument("--config", help="config file")
     odds.set_defaults(func=cmd_odds)
 
+    completion = sub.add_parser(
+        "completion",
+        help="print a shell completion script",
+        description='Print a completion script: eval "$(coterie completion bash)" in ~/.bashrc '
+        "(or zsh in ~/.zshrc).",
+    )
+    completion.add_argument("shell", choices=("bash", "zsh"), help="the shell")
+    completion.set_defaults(func=_completion)
+
     new = sub.add_parser(
         "new-plugin", help="write a new rule-set plugin distribution (with passing tests)"
     )
@@ -474,6 +481,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ConfigError as error:
         sys.stderr.write(f"coterie: {error}\n")
         return EXIT_CONFIG
+    except KeyboardInterrupt:  # Ctrl-C before or after the command's own loop: one line
+        sys.stderr.write("coterie: interrupted, stopped cleanly\n")
+        return 0
     except BrokenPipeError:  # e.g. `coterie plugins | head`: the reader left, nothing to say
         sys.stderr.close()
         return 0

@@ -359,6 +359,12 @@ async def resist(ctx: CommandContext) -> Reply:
     return Reply(body, meta={"variant": variant.name})
 
 
+def _has_contests(variant: Variant[Any, Any]) -> bool:
+    """Whether two chat users can contest in this rule set (a ``vs`` grammar, or its own way)."""
+    own = type(variant).prepare_contest is not Variant.prepare_contest
+    return own or variant.grammar.versus is not None
+
+
 @hookimpl
 def coterie_commands() -> list[Command]:
     return [
@@ -367,6 +373,11 @@ def coterie_commands() -> list[Command]:
             aliases=("challenge",),
             summary="challenge someone to a resisted (or extended) contest",
             usage=CONTEST_USAGE,
+            supports=_has_contests,
+            examples=(
+                "alice: !contest @bob {pool}\nbob: !resist {pool}",
+                "alice: !contest @bob {pool}\nalice: !contest status",
+            ),
             usage_for=contest_usage,
             handler=contest,
             details=(
@@ -380,6 +391,11 @@ def coterie_commands() -> list[Command]:
             name="resist",
             summary="answer a contest someone challenged you to",
             usage=RESIST_USAGE,
+            supports=_has_contests,
+            examples=(
+                "alice: !contest @bob {pool}\nbob: !resist {pool}",
+                "alice: !contest @bob {pool}\nbob: !resist 3",
+            ),
             usage_for=resist_usage,
             handler=resist,
         ),

@@ -11,6 +11,7 @@ from typing import Any
 from coterie.errors import UsageError
 from coterie.framework.commands import Command, CommandContext
 from coterie.framework.grammar import Parsed, shorten, tokens
+from coterie.framework.variant import Variant
 from coterie.hookimpl import hookimpl
 from coterie.play.common import action_name, actions_state, check_owner, progress_line, whole_number
 from coterie.render.elements import BR, Node, Text, bold, code
@@ -145,6 +146,11 @@ def coterie_commands() -> list[Command]:
             aliases=("ext",),
             summary="an extended action over several rolls: start, status, cancel",
             usage=EXTENDED_USAGE,
+            supports=lambda v: type(v).prepare_extended is not Variant.prepare_extended,
+            examples=(
+                "!extended start library 10",
+                "!extended start library 10\n!roll {pool} for library\n!extended status",
+            ),
             handler=extended,
             details=(
                 "Roll toward it with `!roll POOL for NAME` (or `for` alone: your last one). "

@@ -4,7 +4,7 @@ plugin."""
 from __future__ import annotations
 
 from coterie.errors import UsageError
-from coterie.framework.commands import Command, CommandContext
+from coterie.framework.commands import Command, CommandContext, example_steps
 from coterie.framework.grammar import localise, shorten, suggest
 from coterie.hookimpl import hookimpl
 from coterie.play.rooms import require_storyteller
@@ -25,6 +25,11 @@ def help_command(ctx: CommandContext) -> list[Node]:
         ]
         for command in ctx.app.room_commands(variant.name):
             body += [code(prefix + command.name), Text(f" — {command.summary}"), BR]
+        rolls = variant.roll_examples()
+        body += [Text("Try "), code(f"{prefix}roll {rolls[0]}")]
+        if len(rolls) > 1:
+            body += [Text(" or "), code(f"{prefix}roll {rolls[1]}")]
+        body += [Text("."), BR]
         body += [Text(f"{prefix}help COMMAND tells more, e.g. "), code(f"{prefix}help roll")]
         for name in topics:
             body += [Text(", "), code(f"{prefix}help {name}")]
@@ -33,6 +38,9 @@ def help_command(ctx: CommandContext) -> list[Node]:
     if topic in topics:
         return list(topics[topic])
     found = ctx.app.find_command(topic, variant.name)
+    if found is not None and found.name != topic:  # a command's own name before another's alias
+        named = [c for c in ctx.app.room_commands(variant.name) if c.name == topic]
+        found = named[0] if named else found
     if found is None:
         names = [n for c in ctx.app.room_commands(variant.name) for n in c.names]
         close = suggest(topic, [*names, *topics])
@@ -45,17 +53,31 @@ def help_command(ctx: CommandContext) -> list[Node]:
         lines = [
             Code(localise(n.text, prefix)) if isinstance(n, Code) else n for n in variant.help()
         ]
-        return [bold(f"{prefix}roll"), Text(f" ({variant.name})"), BR, *lines]
+        lines = [bold(f"{prefix}roll"), Text(f" ({variant.name})"), BR, *lines]
+        return [*lines, *_examples(found, ctx)]
     if found.name == "odds":
         body = [code(localise(odds_usage(variant), prefix)), BR, Text(found.summary)]
         body += [BR, Text(found.details)]
         for word, meaning in variant.odds_options.items():
             body += [BR, code(word), Text(f" — {meaning}")]
-        return body
+        return [*body, *_examples(found, ctx)]
     body = [code(localise(found.usage_in(variant), prefix)), BR, Text(found.summary)]
     if found.details:
         body += [BR, Text(found.details)]
-    return body
+    return [*body, *_examples(found, ctx)]
+
+
+def _examples(command: Command, ctx: CommandContext) -> list[Node]:
+    """``Examples: !roll 7 6; !roll 3+4 8 wp``, in the room's rule set and prefix."""
+    body: list[Node] = []
+    for example in command.examples:
+        body.append(Text("; " if body else "Examples: "))
+        for index, (who, text) in enumerate(
+            example_steps(example, ctx.variant, ctx.settings.prefix)
+        ):
+            body += [Text(" then ")] if index else []
+            body.append(code(f"{who}: {text}" if who else text))
+    return [BR, *body] if body else []
 
 
 async def variant_command(ctx: CommandContext) -> list[Node]:
@@ -88,6 +110,7 @@ def coterie_commands() -> list[Command]:
             name="help",
             summary="list the commands, or explain one",
             usage="!help [COMMAND | TOPIC]",
+            examples=("!help", "!help roll"),
             handler=help_command,
             transaction=False,
         ),
@@ -95,6 +118,7 @@ def coterie_commands() -> list[Command]:
             name="variant",
             summary="show the room's rule set, or switch it",
             usage="!variant [NAME]",
+            examples=("!variant", "!variant {variant}"),
             handler=variant_command,
         ),
     ]

@@ -236,6 +236,11 @@ def coterie_commands() -> list[Command]:
             aliases=("initiative",),
             summary="track the order of a fight: add combatants, then walk the turns",
             usage=INIT_USAGE,
+            examples=(
+                "!init add Ana {init}\n!init add Ben {init}\n!init next",
+                "!init add Ana {init}\n!init end",
+            ),
+            supports=lambda v: bool(v.initiative_usage()),
             handler=init_command,
             details="`!init add NAME ...` takes what the room's rule set needs (`!help init` in "
             "the room shows it); ties are rolled off with a die. `!init next` moves the turn; "

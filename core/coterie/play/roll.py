@@ -6,8 +6,9 @@ from __future__ import annotations
 
 from coterie.framework.commands import Command, CommandContext, roll_reply
 from coterie.hookimpl import hookimpl
+from coterie.play.dice import dice_command, is_expression
 from coterie.render.elements import Reply
-from coterie.rulekit.odds import odds_reply
+from coterie.rulekit.odds import has_odds, odds_reply
 
 ROLL_USAGE = "!roll POOL [DIFFICULTY] [options] [# comment]"
 
@@ -16,6 +17,9 @@ ODDS_USAGE = "!odds POOL [DIFFICULTY] [options] [chart] [# comment]"
 
 
 async def roll(ctx: CommandContext) -> Reply:
+    # `!r 2d6+3` is generic dice; `!r 5 6` (and any `!roll`) a pool under the room's rules
+    if ctx.line.command == "r" and is_expression(ctx.args):
+        return dice_command(ctx)
     return await roll_reply(ctx)
 
 
@@ -31,13 +35,19 @@ def coterie_commands() -> list[Command]:
             aliases=("r",),
             summary="roll a dice pool under the room's rules",
             usage=ROLL_USAGE,
+            examples=("!roll {roll}", "!roll {roll2}"),
             handler=roll,
-            details="Several rolls in one message are separated by `;`.",
+            details=(
+                "Several rolls in one message are separated by `;`. `!r` is short for `!roll`; "
+                "`!r 2d6+3` rolls plain dice (see `!help dice`)."
+            ),
         ),
         Command(
             name="odds",
             summary="the exact chances of a roll, before you roll it",
             usage=ODDS_USAGE,
+            supports=has_odds,
+            examples=("!odds {roll}", "!odds {roll2}"),
             handler=odds,
             transaction=False,
             details=(

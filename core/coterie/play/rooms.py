@@ -320,6 +320,7 @@ def coterie_commands() -> list[Command]:
             aliases=("st",),
             summary="who runs the room; claim it, hand it over",
             usage=STORYTELLER_USAGE,
+            examples=("!storyteller claim", "!storyteller claim\n!storyteller add @bob"),
             handler=storyteller,
             details=(
                 "The first to claim a room becomes its Storyteller; Storytellers can add others. "
@@ -331,6 +332,7 @@ def coterie_commands() -> list[Command]:
             name="set",
             summary="change a room setting or house rule (Storyteller)",
             usage=SET_USAGE,
+            examples=("!set difficulty {difficulty}", "!set prefix ?"),
             handler=set_command,
             details="`!settings` lists the settings and house rules of the room's rule set.",
         ),
@@ -338,6 +340,7 @@ def coterie_commands() -> list[Command]:
             name="settings",
             summary="the room's rule set, prefix, difficulty and house rules",
             usage="!settings",
+            examples=("!settings", "!set prefix ?\n?settings"),
             handler=settings_command,
         ),
     ]

@@ -84,6 +84,7 @@ def coterie_commands() -> list[Command]:
             name="scene",
             summary="start or end a scene: rolls are grouped by scene in the log (Storyteller)",
             usage=SCENE_USAGE,
+            examples=("!scene start The Docks", "!scene start The Docks\n!scene end"),
             handler=scene_command,
             details="`coterie export` recaps the night scene by scene.",
         )

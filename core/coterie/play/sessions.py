@@ -111,6 +111,7 @@ def coterie_commands() -> list[Command]:
             name="session",
             summary="start or end a game session (Storyteller)",
             usage=SESSION_USAGE,
+            examples=("!session start The Long Night", "!session start\n!session end"),
             handler=session_command,
             details=(
                 "Rolls are logged under the open session; the free first botch counts per "

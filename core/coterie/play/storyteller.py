@@ -387,6 +387,7 @@ def coterie_commands() -> list[Command]:
             name="reveal",
             summary="show a secret roll to the room (its roller or the Storyteller)",
             usage=REVEAL_USAGE,
+            examples=("!roll {roll} secret\n!reveal {id}", "!roll {roll2} secret\n!reveal {id}"),
             handler=reveal,
             details="Roll with `secret` (e.g. `!roll 5 6 secret`) to keep a result between you "
             "and the Storyteller until it is revealed.",
@@ -395,6 +396,11 @@ def coterie_commands() -> list[Command]:
             name="ask",
             summary="ask a player to roll against a Difficulty only you know (Storyteller)",
             usage=ASK_USAGE,
+            examples=(
+                "!storyteller claim\n!ask @bob {pool} {difficulty} secret\nbob: !answer",
+                "!storyteller claim\n!ask @bob {pool} {difficulty} secret margin\n"
+                "bob: !answer {pool}",
+            ),
             handler=ask,
             details="The room sees whether the roll succeeds (with `margin`: by how much); you "
             "see everything.",
@@ -403,12 +409,17 @@ def coterie_commands() -> list[Command]:
             name="answer",
             summary="roll what the Storyteller asked you for",
             usage=ANSWER_USAGE,
+            examples=(
+                "!storyteller claim\n!ask @bob {pool} {difficulty} secret\nbob: !answer",
+                "!storyteller claim\n!ask @bob {pool} {difficulty} secret\nbob: !answer {pool}",
+            ),
             handler=answer,
         ),
         Command(
             name="npc",
             summary="roll for a nameless NPC, in secret by default (Storyteller)",
             usage=NPC_USAGE,
+            examples=("!npc roll guard {roll}", "!npc secret off\n!npc roll guard {roll2}"),
             handler=npc,
             details="Add `public` to show one roll to the room, or `!npc secret off` to roll "
             "NPCs openly by default.",

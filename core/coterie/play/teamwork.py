@@ -265,6 +265,8 @@ def coterie_commands() -> list[Command]:
             name="team",
             summary="teamwork: several characters roll separately, per the room's rules",
             usage=TEAM_USAGE,
+            supports=lambda v: v.team_mode is not None,
+            examples=("!team start library", "!team start library\n!team status"),
             handler=team,
             details="Each roll between `;` is one member's own pool; pools are never merged.",
         ),

@@ -154,7 +154,7 @@ class ChartsUnavailable(UsageError):
 
 def chart_png(dist: Distribution, *, dpi: int = 100) -> bytes:
     """A PNG bar chart of the ``successes`` distribution, each bar split by outcome and coloured
-    by it, titled with the roll. Needs matplotlib (``pip install 'coterie[charts]'``), imported
+    by it, titled with the roll. Needs matplotlib (``pip install '.[charts]' in a clone``), imported
     here only; it draws with the Agg backend on a private figure, so it is safe in a thread."""
     try:
         from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -162,7 +162,7 @@ def chart_png(dist: Distribution, *, dpi: int = 100) -> bytes:
     except ImportError:
         raise ChartsUnavailable(
             "charts need matplotlib, which is not installed here: "
-            "pip install 'coterie[charts]' (the text odds work without it)"
+            "pip install '.[charts]' in a clone (the text odds work without it)"
         ) from None
     summary = summarise(dist)
     chances = dict(summary.outcomes)
@@ -271,3 +271,23 @@ def _odds_nodes(
     if chart:
         nodes += [BR, *histogram(dist), BR, chart_image(dist)]
     return nodes
+
+
+_HAS_ODDS: dict[tuple[type, str], bool] = {}
+
+
+def has_odds(variant: Variant[Any, Any]) -> bool:
+    """Whether ``variant`` works out odds (its first ``!roll`` example's), remembered per rule
+    set: ``!help`` lists ``!odds`` only where it answers."""
+    key = (type(variant), variant.name)
+    if key not in _HAS_ODDS:
+        from coterie.framework.grammar import parse
+        from coterie.framework.variant import RoomSettings
+
+        try:
+            parsed = parse(tokens(variant.roll_examples()[0]), variant.grammar)
+            variant.odds(variant.build(parsed, RoomSettings(variant=variant.name)))
+            _HAS_ODDS[key] = True
+        except UsageError:
+            _HAS_ODDS[key] = False
+    return _HAS_ODDS[key]

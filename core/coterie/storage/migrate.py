@@ -6,8 +6,10 @@ imported only when a migration has to run or be looked at."""
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import sqlite3
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -51,9 +53,24 @@ def head_revision() -> str:
     return head
 
 
-def _upgrade(connection: Connection) -> None:
+@contextlib.contextmanager
+def _alembic_quiet(quiet: bool) -> Iterator[None]:
+    """Alembic logs INFO lines ("Context impl SQLiteImpl.") on every look at a database: keep
+    them for when something is migrated (or ``-v``)."""
+    logger = logging.getLogger("alembic")
+    saved = logger.level
+    if quiet:
+        logger.setLevel(logging.WARNING)
+    try:
+        yield
+    finally:
+        logger.setLevel(saved)
+
+
+def _upgrade(connection: Connection, verbose: bool = False) -> None:
     import sqlalchemy as sa
     from alembic import command
+    from alembic.runtime.migration import MigrationContext
 
     if connection.dialect.name == "postgresql":  # two workers starting at once take turns
         connection.execute(
@@ -61,6 +78,10 @@ def _upgrade(connection: Connection) -> None:
                 sa.func.pg_advisory_xact_lock(ADVISORY_CLASS, sa.func.hashtext(MIGRATION_LOCK))
             )
         )
+    with _alembic_quiet(not verbose):
+        at = MigrationContext.configure(connection).get_current_revision()
+    if at == head_revision() and not verbose:
+        return  # nothing to migrate, nothing to say
     command.upgrade(alembic_config(connection), "head")
 
 
@@ -88,14 +109,14 @@ async def _with_engine(
             await engine.dispose()
 
 
-async def upgrade(target: str | URL | AsyncEngine) -> None:
+async def upgrade(target: str | URL | AsyncEngine, *, verbose: bool = False) -> None:
     """Bring the database at ``target`` (a URL or an engine) to the newest schema; a database
     already there is left alone. The database (on SQLite: the file and its directory) is
     created if missing — on PostgreSQL the database itself must exist."""
 
     async def work(engine: AsyncEngine) -> None:
         async with engine.begin() as conn:
-            await conn.run_sync(_upgrade)
+            await conn.run_sync(_upgrade, verbose)
 
     await _with_engine(target, work)
 
@@ -147,6 +168,14 @@ def sqlite_file(url: str) -> Path | None:
     return path
 
 
+def describe_store(url: str) -> str:
+    """Which store ``url`` is, in a few words for the one start line (no password)."""
+    if is_memory_url(url):
+        return "state in memory (lost when the process ends)"
+    path = sqlite_file(url)
+    return f"state in SQLite {path}" if path is not None else f"state in {display_url(url)}"
+
+
 def display_url(url: str) -> str:
     """``url`` with any password hidden."""
     if is_memory_url(url) or sqlite_path(url) is not None:
@@ -154,7 +183,7 @@ def display_url(url: str) -> str:
     return safe_url(normalize_url(url))
 
 
-async def open_store(config: Config) -> StateStore:
+async def open_store(config: Config, *, verbose: bool = False) -> StateStore:
     """The state store the config names (``$COTERIE_DATABASE_URL``, ``[state] url``, else the
     SQLite file ``coterie.db`` under ``data_dir``), migrated to the newest schema. A SQLite
     database already at :data:`SCHEMA_HEAD` is opened without importing SQLAlchemy or
@@ -164,12 +193,12 @@ async def open_store(config: Config) -> StateStore:
         return MemoryStore()
     path = sqlite_path(url)
     if path is not None:
-        if sqlite_revision(path) != SCHEMA_HEAD:
-            await upgrade(url)
+        if sqlite_revision(path) != SCHEMA_HEAD or verbose:  # -v: Alembic's own lines
+            await upgrade(url, verbose=verbose)
         return SQLStore(url)
     engine = create_engine(url)
     try:
-        await upgrade(engine)
+        await upgrade(engine, verbose=verbose)
     except BaseException:
         await engine.dispose()
         raise

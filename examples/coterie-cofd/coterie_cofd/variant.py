@@ -141,6 +141,8 @@ class CofdVariant(Variant[CofdRequest, CofdOutcome]):
     default_difficulty = None
     difficulty_range = (8, 8)
     grammar = GRAMMAR
+    #: ``!roll`` written right, for help and errors that teach
+    examples = ("5", "3+2 9again")
     #: the odds leave out less than this (``[plugins.settings.cofd] tail_bound``, set at start)
     tail_bound = TAIL_BOUND
     house_rules = (

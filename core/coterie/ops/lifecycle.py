@@ -1,0 +1,36 @@
+"""How the long-running commands (``coterie chat``, ``coterie run``) start and stop: the one start
+line naming the store, Ctrl-C as a clean exit, and SIGINT/SIGTERM as a graceful stop."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+import sys
+from typing import Any
+
+from coterie.framework.config import Config
+
+
+def describe_store(config: Config) -> str:
+    """Which store the config's state is in, for the one start line."""
+    from coterie.storage.migrate import describe_store as describe
+
+    return describe(config.database_url())
+
+
+def until_interrupted(main: Any) -> int:
+    """Run ``main()``; Ctrl-C ends it cleanly: one line, exit status 0."""
+    try:
+        asyncio.run(main())
+    except KeyboardInterrupt:
+        sys.stderr.write("coterie: interrupted, stopped cleanly\n")
+    return 0
+
+
+def stop_on_signal(stopping: asyncio.Event, signum: int) -> None:
+    if not stopping.is_set():  # a warning: it shows at every log level but ERROR
+        logging.getLogger("coterie").warning(
+            "%s: stopping (commands in flight are finished first)", signal.Signals(signum).name
+        )
+    stopping.set()

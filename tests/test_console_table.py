@@ -1,0 +1,214 @@
+"""A console for the whole table (issue 22): one console speaking as several users, the
+Storyteller's rights for a chosen user, whose turn in the prompt; Ctrl-C leaves cleanly in
+``coterie chat`` (at a prompt_toolkit prompt on a terminal, or piped) and in ``coterie run``; the
+prompt completes command names; NO_COLOR turns colour off."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import os
+import select
+import signal
+import subprocess
+import time
+
+import pytest
+
+from coterie_console import ConsoleAdapter
+
+
+class FakeTTY(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def run_lines(app, text: str, **settings) -> str:
+    stdout = io.StringIO()
+    adapter = ConsoleAdapter(
+        app, {"user": "alice", **settings}, stdin=io.StringIO(text), stdout=stdout
+    )
+    asyncio.run(adapter.run())
+    return stdout.getvalue()
+
+
+def test_one_console_runs_a_contest_between_two_users(make_app):
+    app = make_app(faces=[8, 8, 8, 2, 2, 1])
+    out = run_lines(app, "!contest @bob 3\nbob: !resist 3\n")
+    assert "Traceback" not in out and "⚠" not in out, out
+    assert "alice" in out and "bob" in out
+    assert "wins" in out.lower() or "won" in out.lower(), out
+
+
+def test_as_switches_the_speaker_and_the_prompt_shows_whose_turn(make_app):
+    app = make_app(seed=1)
+    stdout = io.StringIO()
+    adapter = ConsoleAdapter(
+        app, {"user": "alice", "storyteller": "alice"}, stdin=io.StringIO(""), stdout=stdout
+    )
+    assert adapter.prompt() == "alice (Storyteller)> "
+    asyncio.run(adapter.say("/as bob"))
+    assert adapter.prompt() == "bob> " and adapter.user == "bob"
+    asyncio.run(adapter.say("!roll 3 6"))
+    assert stdout.getvalue().splitlines()[1] == "bob"
+    asyncio.run(adapter.say("/as not a name"))
+    assert "⚠ /as NAME" in stdout.getvalue()
+
+
+def test_storyteller_rights_follow_the_chosen_user(make_app):
+    app = make_app(seed=1)
+    # the room is claimed by carol: only a Storyteller may change its settings
+    out = run_lines(
+        app,
+        "carol: !storyteller claim\n"
+        "bob: !set difficulty 7\n"
+        "/storyteller bob\n"
+        "bob: !set difficulty 7\n"
+        "/storyteller off\n"
+        "bob: !set difficulty 8\n",
+    )
+    lines = out.splitlines()
+    refused = [line for line in lines if line.startswith("⚠ only the Storyteller")]
+    assert len(refused) == 2, out
+    assert "(bob has the Storyteller's rights)" in lines
+    assert any("difficulty" in line and "7" in line and not line.startswith("⚠") for line in lines)
+
+
+def test_a_speaker_prefix_needs_a_command_after_it(make_app):
+    out = run_lines(make_app(seed=1), "note: remember the ghoul\n!roll 2 6\n")
+    assert out.splitlines()[0] == "alice"  # the note was ordinary talk, no reply
+
+
+def test_no_color_turns_colour_off(make_app, monkeypatch):
+    app = make_app(seed=1)
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    assert ConsoleAdapter(app, {}, stdin=FakeTTY(), stdout=FakeTTY()).color
+    monkeypatch.setenv("NO_COLOR", "1")
+    assert not ConsoleAdapter(app, {}, stdin=FakeTTY(), stdout=FakeTTY()).color
+    assert ConsoleAdapter(app, {"color": "always"}, stdin=FakeTTY(), stdout=FakeTTY()).color
+
+
+def test_prompt_toolkit_is_imported_only_for_a_terminal(coterie_cli, cli_env, root):
+    probe = (
+        "import sys, io, asyncio\n"
+        "from coterie.framework.app import Coterie\n"
+        "from coterie.framework.config import Config\n"
+        "from coterie_console import ConsoleAdapter\n"
+        "app = Coterie(Config())\n"
+        "out = io.StringIO()\n"
+        "asyncio.run(ConsoleAdapter(app, {}, stdin=io.StringIO('!roll 2\\n'), stdout=out).run())\n"
+        "assert out.getvalue()\n"
+        "print('prompt_toolkit' in sys.modules)\n"
+    )
+    done = subprocess.run(
+        [str(root / ".venv/bin/python"), "-c", probe],
+        capture_output=True,
+        text=True,
+        env={**cli_env, "COTERIE_DATABASE_URL": "memory://"},
+        timeout=120,
+    )
+    assert done.stdout.strip() == "False", done.stderr
+
+
+# --- real processes: a terminal (pty) and Ctrl-C -----------------------------------------------
+
+
+class Terminal:
+    """``coterie ...`` on a pseudo-terminal: what it writes, and keys typed into it."""
+
+    def __init__(self, argv: list[str], env: dict[str, str], cwd) -> None:
+        self.master, slave = os.openpty()
+        env = {**env, "TERM": "xterm", "PROMPT_TOOLKIT_NO_CPR": "1"}
+        self.process = subprocess.Popen(
+            argv, stdin=slave, stdout=slave, stderr=slave, env=env, cwd=cwd, close_fds=True
+        )
+        os.close(slave)
+        self.out = ""
+        self.mark = 0
+
+    def wait_for(self, text: str, timeout: float = 60) -> str:
+        """Wait until ``text`` appears in what was written since the last key typed."""
+        end = time.monotonic() + timeout
+        while text not in self.out[self.mark :] and time.monotonic() < end:
+            ready, _, _ = select.select([self.master], [], [], 0.2)
+            if ready:
+                try:
+                    self.out += os.read(self.master, 65536).decode(errors="replace")
+                except OSError:
+                    break
+        assert text in self.out[self.mark :], self.out[-500:]
+        return self.out
+
+    def type(self, keys: str) -> None:
+        self.mark = len(self.out)
+        os.write(self.master, keys.encode())
+
+    def close(self) -> int:
+        try:
+            return self.process.wait(30)
+        finally:
+            os.close(self.master)
+
+
+@pytest.fixture
+def chat_env(cli_env):
+    return {**cli_env, "COTERIE_DATABASE_URL": "memory://"}
+
+
+def test_terminal_console_completes_commands_and_ctrl_c_leaves(coterie_cli, chat_env, root):
+    term = Terminal([*coterie_cli, "chat", "--seed", "1", "--user", "ana"], chat_env, root)
+    term.wait_for("ana>")
+    assert "Try !roll 7 6" in term.out
+    term.type("!ro")
+    term.wait_for("!ro")
+    term.type("\t")
+    term.wait_for("ll")  # completed to !roll (only the completed part is redrawn)
+    term.type(" 3 6\r")
+    term.wait_for("3 dice, difficulty 6")
+    term.mark = term.out.rindex("3 dice, difficulty 6")
+    term.wait_for("ana>")  # the prompt after the reply is back
+    term.type("\x03")
+    term.wait_for("bye")
+    assert term.close() == 0
+    assert "Traceback" not in term.out
+    assert term.out.count("bye") == 1
+
+
+def test_piped_chat_ctrl_c_while_waiting_for_input(coterie_cli, chat_env, root):
+    process = subprocess.Popen(
+        [*coterie_cli, "chat", "--seed", "1"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=chat_env,
+        cwd=root,
+        text=True,
+    )
+    assert "state in memory" in process.stderr.readline()  # started, waiting for a line
+    process.send_signal(signal.SIGINT)
+    _, err = process.communicate(timeout=30)
+    assert process.returncode == 0
+    assert err.strip().splitlines() == ["coterie: interrupted, stopped cleanly"], err
+    process.stdin.close()
+
+
+def test_run_ctrl_c_is_one_line(coterie_cli, chat_env, root, tmp_path):
+    config = tmp_path / "run.toml"
+    config.write_text("[adapters.console]\nenabled = true\n", encoding="utf-8")
+    process = subprocess.Popen(
+        [*coterie_cli, "run", "--config", str(config)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=chat_env,
+        cwd=root,
+        text=True,
+    )
+    line = process.stderr.readline()
+    assert "state in memory" in line, line  # the one start line: which store
+    process.send_signal(signal.SIGINT)
+    _, err = process.communicate(timeout=30)
+    assert process.returncode == 0, err
+    assert "Traceback" not in err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and "SIGINT: stopping" in lines[0], err  # one line
