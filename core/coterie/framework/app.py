@@ -13,6 +13,7 @@ from typing import Any, NamedTuple
 from coterie.dice.sources import DiceSource, SystemDice
 from coterie.errors import UsageError
 from coterie.framework.adapter import Adapter
+from coterie.framework.characters import collect_templates
 from coterie.framework.checks import check_against_plugins
 from coterie.framework.commands import Command, CommandContext, new_roll_id, shown_id
 from coterie.framework.config import Config
@@ -116,6 +117,15 @@ class Coterie:
         return sorted(results, key=lambda pair: order.get(pair[0], len(order)))
 
     def _collect(self) -> None:
+        self._collect_discoveries()
+        #: each rule set's character template (``coterie_character_templates``), by rule set
+        self.character_templates = collect_templates(
+            self._listed("coterie_character_templates"), self._bad
+        )
+        for name, variant in self.variants.items():  # what `!help` and commands' `supports` read
+            variant.character_template = self.character_templates.get(name)
+
+    def _collect_discoveries(self) -> None:
         for plugin, variants in self._listed("coterie_variants"):
             for variant in variants:
                 if not isinstance(variant, Variant):

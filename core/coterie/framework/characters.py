@@ -252,3 +252,21 @@ def custom_group(template: CharacterTemplate, word: str) -> TraitGroup:
         return starting[0]
     names = ", ".join(g.name for g in open_groups) or "none"
     raise UsageError(f"no group `{word[:24]}` takes Traits of your own here (groups: {names})")
+
+
+def collect_templates(
+    listed: Iterable[tuple[str, list[Any]]], bad: Callable[[str, str, str], None]
+) -> dict[str, CharacterTemplate]:
+    """The character templates the plugins declared, by rule set, from each plugin's
+    ``coterie_character_templates`` list in registration order: the first plugin to declare one
+    for a rule set keeps it; anything else is reported through ``bad(plugin, hook, problem)``."""
+    found: dict[str, CharacterTemplate] = {}
+    for plugin, templates in listed:
+        for template in templates:
+            if not isinstance(template, CharacterTemplate):
+                bad(plugin, "coterie_character_templates", f"{template!r} is not a template")
+            elif template.variant in found:
+                bad(plugin, "coterie_character_templates", f"{template.variant} has one already")
+            else:
+                found[template.variant] = template
+    return found

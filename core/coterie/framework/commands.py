@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import base64
 import logging
 import re
-import secrets
 from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
@@ -13,6 +11,11 @@ from typing import TYPE_CHECKING, Any, Protocol
 from coterie.dice.sources import DiceSource
 from coterie.errors import UsageError
 from coterie.framework.grammar import CommandLine, Parsed, Pool, parse, tokens
+from coterie.framework.ids import ID_ALPHABET as ID_ALPHABET
+from coterie.framework.ids import ROLL_ID_LENGTH as ROLL_ID_LENGTH
+from coterie.framework.ids import SHOWN_ID_LENGTH as SHOWN_ID_LENGTH
+from coterie.framework.ids import new_roll_id as new_roll_id
+from coterie.framework.ids import shown_id as shown_id
 from coterie.framework.message import Message
 from coterie.framework.variant import Outcome, RollContext, RoomSettings, SidePart, Variant
 from coterie.render.elements import Node, Reply
@@ -368,32 +371,6 @@ async def find_resolver(ctx: CommandContext) -> None:
         ctx.resolver = await ctx.app.host.first_result("coterie_pool_resolver", ctx=ctx)
 
 
-#: the 32 symbols of a roll id, one per 5 random bits (no 0, 1, l or o to misread)
-ID_ALPHABET = "abcdefghijkmnpqrstuvwxyz23456789"
-#: symbols of a roll id: 13 x 5 = 65 random bits, so ids do not repeat in practice (among a
-#: billion rolls, the odds that any two share an id are about 1 in 70,000)
-ROLL_ID_LENGTH = 13
-#: the symbols of a roll id shown in chat (footers, ``!log`` lines); ``!log ID`` finds a roll
-#: by them and lists every roll that shares them, each with its whole id
-SHOWN_ID_LENGTH = 6
-_TO_ID_ALPHABET = bytes.maketrans(b"ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", ID_ALPHABET.encode())
-
-
-def new_roll_id() -> str:
-    """A random id for a roll (or an incident, a session), e.g. ``k3f9qzab7mxq2``: 65 bits
-    from :mod:`secrets` (see :data:`ROLL_ID_LENGTH`); chat shows its first
-    :data:`SHOWN_ID_LENGTH` symbols (:func:`shown_id`)."""
-    drawn = base64.b32encode(secrets.token_bytes(9))[:ROLL_ID_LENGTH]
-    return drawn.translate(_TO_ID_ALPHABET).decode("ascii")
-
-
-def shown_id(roll_id: str) -> str:
-    """A roll id as chat shows it: its first :data:`SHOWN_ID_LENGTH` symbols, and the number
-    of the roll within its message if any (``k3f9qz``, ``k3f9qz-2``)."""
-    base, dash, number = roll_id.partition("-")
-    return base[:SHOWN_ID_LENGTH] + dash + number
-
-
 Result = Reply | list[Node]
 Handler = Callable[[CommandContext], Awaitable[Result] | Result]
 
@@ -464,6 +441,15 @@ class Command:
 ExampleStep = tuple[str | None, str]
 
 
+def _first_trait(variant: Variant[Any, Any]) -> str:
+    """A Trait the rule set's characters have, for examples (``Strength``; d6: ``Physical``)."""
+    template = variant.character_template
+    for group in template.groups if template is not None else ():
+        for trait in group.traits:
+            return str(trait.name)
+    return "Strength"
+
+
 def example_steps(example: str, variant: Variant[Any, Any], prefix: str = "!") -> list[ExampleStep]:
     """An example of :attr:`Command.examples` as it reads in a room on ``variant`` with
     ``prefix``: its messages, each with its author."""
@@ -479,6 +465,7 @@ def example_steps(example: str, variant: Variant[Any, Any], prefix: str = "!") -
             else variant.difficulty_range[0]
         ),
         "init": _initiative_example(variant),
+        "trait": _first_trait(variant),
         "id": "ROLL-ID",
     }
     steps: list[ExampleStep] = []

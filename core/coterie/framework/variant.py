@@ -266,6 +266,9 @@ class Variant(ABC, Generic[RequestT, OutcomeT]):
     examples: ClassVar[tuple[str, ...]] = ()
     #: per-room toggles with defaults
     house_rules: ClassVar[tuple[HouseRule, ...]] = ()
+    #: the character template a plugin declared for this rule set (set by the app; ``None``:
+    #: no characters in rooms on it)
+    character_template: Any = None
     #: command prefixes that also work in rooms on this rule set, besides the room's own
     extra_prefixes: ClassVar[tuple[str, ...]] = ()
     #: extra words ``!odds`` understands in rooms on this rule set (word -> what it asks for);

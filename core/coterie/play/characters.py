@@ -18,7 +18,7 @@ from coterie.framework.commands import Command, CommandContext
 from coterie.framework.grammar import shorten, suggest, tokens
 from coterie.hookimpl import hookimpl
 from coterie.play import sheets
-from coterie.play.roster import Found, chronicle_of, find, save, template_of
+from coterie.play.roster import Found, chronicle_of, find, has_sheets, save, template_of
 from coterie.render.elements import BR, Node, Text, bold, code
 from coterie.storage import characters as store
 
@@ -501,6 +501,11 @@ def coterie_commands() -> list[Command]:
             summary="your characters: make, pick, set Traits, specialties, export and import",
             usage=CHAR_USAGE,
             handler=char_command,
+            supports=has_sheets,
+            examples=(
+                "!char new Alex\n!char set {trait} 3",
+                "!char new Alex\n!char new Bea\n!char use Alex\n!char list",
+            ),
             details=(
                 "`!char new Lise`, `!char set Strength 3 Brawl 2` (a pasted `Strength 3, "
                 "Dexterity 2` works too), `!char spec Brawl Grappling`, `!char add Disciplines "
@@ -513,6 +518,11 @@ def coterie_commands() -> list[Command]:
             summary="show a character sheet (yours, or — for the Storyteller — anyone's)",
             usage=SHEET_USAGE,
             handler=sheet_command,
+            supports=has_sheets,
+            examples=(
+                "!char new Alex\n!sheet",
+                "!char new Alex\n!char set {trait} 2\n!sheet Alex",
+            ),
             transaction=False,
         ),
         Command(
@@ -520,5 +530,10 @@ def coterie_commands() -> list[Command]:
             summary="take back your latest change to a character",
             usage=UNDO_USAGE,
             handler=undo_command,
+            supports=has_sheets,
+            examples=(
+                "!char new Alex\n!char set {trait} 3\n!undo",
+                "!char new Alex\n!char set {trait} 2\n!char set {trait} 3\n!undo\n!undo",
+            ),
         ),
     ]

@@ -15,7 +15,7 @@ from coterie.framework.commands import Command, CommandContext
 from coterie.framework.grammar import tokens
 from coterie.hookimpl import hookimpl
 from coterie.play.rooms import require_storyteller
-from coterie.play.roster import chronicle_of
+from coterie.play.roster import chronicle_of, has_sheets
 from coterie.render.elements import Node, Text, code
 from coterie.storage.characters import LINKS
 
@@ -76,5 +76,10 @@ def coterie_commands() -> list[Command]:
             summary="rooms sharing characters: link this room's chronicle to another room",
             usage=CHRONICLE_USAGE,
             handler=chronicle_command,
+            supports=has_sheets,
+            examples=(
+                "!storyteller claim\n!chronicle",
+                "!storyteller claim\n!chronicle link",
+            ),
         )
     ]

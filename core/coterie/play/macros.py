@@ -14,7 +14,7 @@ from coterie.framework.grammar import CommandLine, shorten, tokens
 from coterie.framework.message import Message
 from coterie.hookimpl import hookimpl
 from coterie.play import sheets
-from coterie.play.roster import find, save
+from coterie.play.roster import find, has_sheets, save
 from coterie.render.elements import BR, Node, Reply, Text, bold, code
 from coterie.storage import characters as store
 
@@ -170,6 +170,13 @@ def coterie_commands() -> list[Command]:
             summary="your character's saved rolls: add, list, delete; then `!NAME` rolls one",
             usage=MACRO_USAGE,
             handler=macro_command,
+            supports=has_sheets,
+            examples=(
+                "!char new Alex\n!char set {trait} 3\n"
+                "!macro add look = {trait} {difficulty}\n!look",
+                "!char new Alex\n!macro add look = {trait} {difficulty}\n"
+                "!macro list\n!macro del look",
+            ),
             details=(
                 "`!macro add hunt = Wits+Streetwise 4 # hunting`, then `!hunt`, `!hunt +2` "
                 "(a pool modifier) or `!hunt diff 5` (replaces the macro's option)."

@@ -7,13 +7,13 @@ from __future__ import annotations
 import copy
 import logging
 import time
-import weakref
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from coterie.errors import UsageError
 from coterie.framework.characters import CharacterTemplate, fold
 from coterie.framework.commands import CommandContext, shorten_request
+from coterie.framework.variant import Variant
 from coterie.play.rooms import is_mention, is_storyteller, mention_key, names_person
 from coterie.storage import characters as store
 
@@ -22,40 +22,30 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("coterie")
 
-_templates: weakref.WeakKeyDictionary[Coterie, dict[str, CharacterTemplate]] = (
-    weakref.WeakKeyDictionary()
-)
-
-
-#: the app asked last and its templates
-_last: list[Any] = []
-
 
 def templates(app: Coterie) -> dict[str, CharacterTemplate]:
-    """Every rule set's character template, by rule set (the first plugin to declare one for a
-    rule set keeps it; a second is logged and ignored)."""
-    if _last and _last[0] is app:  # every roll asks: the one app of a process, first
-        last: dict[str, CharacterTemplate] = _last[1]
-        return last
-    found = _templates.get(app)
-    if found is None:
-        found = {}
-        # in registration order, as the app reads the other discovery hooks
-        for plugin, listed in app._listed("coterie_character_templates"):
-            for template in listed:
-                if not isinstance(template, CharacterTemplate):
-                    log.error("plugin %s: %r is not a CharacterTemplate", plugin, template)
-                elif template.variant in found:
-                    log.error(
-                        "plugin %s: a second character template for %s is ignored",
-                        plugin,
-                        template.variant,
-                    )
-                else:
-                    found[template.variant] = template
-        _templates[app] = found
-    _last[:] = [app, found]
-    return found
+    """Every rule set's character template, by rule set (collected by the app:
+    ``coterie_character_templates``; the first plugin to declare one for a rule set keeps it)."""
+    return app.character_templates
+
+
+def has_sheets(variant: Variant[Any, Any]) -> bool:
+    """Whether characters can be made in rooms on ``variant`` (a rule set declared a template;
+    known once :func:`templates` ran for the app: :mod:`coterie.play.characters` runs it at
+    start)."""
+    return getattr(variant, "character_template", None) is not None
+
+
+def has_health(variant: Variant[Any, Any]) -> bool:
+    """Whether characters of ``variant`` have a Health track."""
+    template = getattr(variant, "character_template", None)
+    return template is not None and template.health is not None
+
+
+def has_tracker(variant: Variant[Any, Any], name: str) -> bool:
+    """Whether characters of ``variant`` have the tracker ``name`` (Hunger, Rage, …)."""
+    template = getattr(variant, "character_template", None)
+    return template is not None and template.tracker(name) is not None
 
 
 def template_of(ctx: CommandContext) -> CharacterTemplate:

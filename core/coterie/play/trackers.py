@@ -7,6 +7,7 @@ change replies old → new and can be undone with ``!undo``."""
 from __future__ import annotations
 
 import re
+from functools import partial
 from typing import Any
 
 from coterie.errors import UsageError
@@ -17,7 +18,7 @@ from coterie.framework.variant import Outcome
 from coterie.hookimpl import hookimpl
 from coterie.play import sheets
 from coterie.play.characters import _target
-from coterie.play.roster import Found, find, save, template_of, templates
+from coterie.play.roster import Found, find, has_health, has_tracker, save, template_of, templates
 from coterie.render.elements import BR, Node, Text, bold
 
 #: commands whose rolls are not the caller's character's (#20's NPC rolls)
@@ -182,6 +183,19 @@ async def coterie_roll_settled(ctx: CommandContext, outcome: Outcome) -> None:
         ctx.notes += [BR, Text(f"{found.name}: {text}")]
 
 
+#: examples that work on a new character of any rule set with the tracker (a werewolf for Rage
+#: and Gnosis, whose trackers only some kinds of character have)
+TRACKER_EXAMPLES = {
+    "hunger": ("!char new Alex\n!hunger +1", "!char new Alex\n!hunger 2\n!hunger -1"),
+    "wp": ("!char new Alex\n!wp -1", "!char new Alex\n!wp -1\n!wp +1"),
+    "blood": ("!char new Alex\n!blood -1", "!char new Alex\n!blood -2\n!blood +1"),
+    "humanity": ("!char new Alex\n!humanity -1", "!char new Alex\n!humanity -1\n!humanity +1"),
+    "stains": ("!char new Alex\n!stains +1", "!char new Alex\n!stains +2\n!stains -1"),
+    "rage": ("!char new Kesh werewolf\n!rage", "!char new Kesh werewolf\n!rage"),
+    "gnosis": ("!char new Kesh werewolf\n!gnosis", "!char new Kesh werewolf\n!gnosis"),
+}
+
+
 @hookimpl
 def coterie_commands() -> list[Command]:
     out = [
@@ -190,6 +204,8 @@ def coterie_commands() -> list[Command]:
             summary=f"your character's {name}: show it, set it (N) or move it (+N / -N)",
             usage=f"!{word} [N | +N | -N] [for NAME|@user]",
             handler=tracker_command,
+            supports=partial(has_tracker, name=name),
+            examples=TRACKER_EXAMPLES.get(word, (f"!char new Alex\n!{word}",) * 2),
         )
         for word, name in TRACKER_COMMANDS.items()
     ]
@@ -199,6 +215,11 @@ def coterie_commands() -> list[Command]:
             summary="mark damage on your character's Health (or Willpower) track",
             usage="!damage N [KIND] [health|wp] [for NAME|@user]",
             handler=damage_command,
+            supports=has_health,
+            examples=(
+                "!char new Alex\n!damage 1",
+                "!char new Alex\n!damage 2\n!heal 1",
+            ),
             details="Marks what is typed: soak and halving are yours to do first.",
         ),
         Command(
@@ -206,6 +227,11 @@ def coterie_commands() -> list[Command]:
             summary="clear damage from your character's Health (or Willpower) track",
             usage="!heal N [KIND] [health|wp] [for NAME|@user]",
             handler=damage_command,
+            supports=has_health,
+            examples=(
+                "!char new Alex\n!damage 1\n!heal 1",
+                "!char new Alex\n!damage 2\n!heal 1",
+            ),
         ),
     ]
     return out
