@@ -347,3 +347,14 @@ async def test_players_can_neither_see_nor_change_nor_roll_npcs() -> None:
     assert "no NPC" in await t.error("st", "!npc sheet Nobody")
     assert "there is an NPC called Guard" in await t.error("st", "!npc new guard")
     assert "did you mean" in (await t.error("st", "!npc set Guard Witts 3")).lower()
+
+
+async def test_ask_for_a_pool_of_trait_names_reads_the_asked_players_sheet() -> None:
+    t = await claimed()
+    await t.ok("alice", "!char new Alex")
+    await t.ok("alice", "!char set Wits 3 Alertness 2")
+    await t.ok("st", "!ask @alice Wits+Alertness 6 secret")  # the Storyteller has no sheet
+    t.faces(9, 8, 7, 2, 1)
+    room = await t.ok("alice", "!answer")
+    assert room.startswith("Alice rolls Wits+Alertness against a hidden Difficulty and succeeds")
+    assert t.last is not None and "9 8 7 2 1" in private_text(t.last, "st")

@@ -20,6 +20,7 @@ from coterie.errors import UsageError
 from coterie.framework.commands import (
     Command,
     CommandContext,
+    find_resolver,
     parse_requests,
     roll_reply,
     shown_id,
@@ -202,12 +203,16 @@ def _difficulty(ctx: CommandContext, word: str) -> int:
     return value
 
 
-def _check_pool(ctx: CommandContext, pool: list[str], difficulty: int) -> None:
-    """Build the asked roll once (nothing is rolled): a bad pool is refused before asking."""
-    _build(ctx, pool, difficulty)
+async def _check_pool(ctx: CommandContext, pool: list[str], difficulty: int) -> None:
+    """Build the asked roll once (nothing is rolled): a bad pool is refused before asking. A
+    pool of Trait names is read from the *asked* player's sheet, so it is checked when they
+    answer (the Storyteller's own sheet, if any, says nothing about it)."""
+    if any(c.isalpha() for c in pool[0]):
+        return
+    await _build(ctx, pool, difficulty)
 
 
-def _build(ctx: CommandContext, pool: list[str], difficulty: int) -> Any:
+async def _build(ctx: CommandContext, pool: list[str], difficulty: int) -> Any:
     def prepare(parsed: Parsed) -> None:
         if "difficulty" in parsed.values:
             raise UsageError(
@@ -216,8 +221,9 @@ def _build(ctx: CommandContext, pool: list[str], difficulty: int) -> Any:
             )
         parsed.values["difficulty"] = difficulty
 
-    line = replace(ctx.line, args=" ".join(pool))
-    [request] = parse_requests(replace(ctx, line=line), usage=ANSWER_USAGE, prepare=prepare)
+    asked = replace(ctx, line=replace(ctx.line, args=" ".join(pool)), resolver=None)
+    await find_resolver(asked)  # Trait names are read from the roller's sheet
+    [request] = parse_requests(asked, usage=ANSWER_USAGE, prepare=prepare)
     return request
 
 
@@ -254,7 +260,7 @@ async def ask(ctx: CommandContext) -> list[Node]:
     if len(rest) < 2:
         raise UsageError("give the pool and the Difficulty", usage=ASK_USAGE)
     pool, difficulty = rest[:-1], _difficulty(ctx, rest[-1])
-    _check_pool(ctx, pool, difficulty)
+    await _check_pool(ctx, pool, difficulty)
     key = f"ask:{mention_key(words[0])}"
     if await state.get(key) is None and len(await state.keys("ask:")) >= MAX_ASKS:
         raise UsageError("too many asks are open in this room; cancel one first")
@@ -309,8 +315,8 @@ async def answer(ctx: CommandContext) -> Reply:
             f"{ctx.variant.name}: the Storyteller can ask again"
         )
     pool = tokens(ctx.args) or list(record["pool"])
-    request = _build(ctx, pool, record["difficulty"])
-    ctx.secret = True
+    ctx.secret = True  # the hidden roll's makeup, like its dice, is for the Storyteller
+    request = await _build(ctx, pool, record["difficulty"])
     outcome = await ctx.roll(request)
     await _state(ctx).delete(key)
     won = outcome.outcome in WIN_OUTCOMES
