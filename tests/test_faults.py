@@ -194,7 +194,8 @@ async def test_kill_9_mid_flood_telegram_polling_redelivers_each_update_once(
     """A worker polling Telegram (the fake Bot API) on the default SQLite store, killed with
     kill -9 while answering a flood of rolls toward an extended action; a new worker polls again.
     Telegram sends again what was not confirmed; every update is answered, none lost, and no
-    roll lands twice."""
+    roll lands twice. The new worker starts well within the dead one's claims' lease: it must
+    leave those updates unconfirmed (not drop them) until it may take them over."""
     import sqlite3
 
     async with FakeTelegram() as telegram:
@@ -222,7 +223,7 @@ enabled = false
 enabled = true
 mode = "polling"
 poll_timeout = 1
-claim_lease = 2
+claim_lease = 5
 api_url = "{telegram.api_url}"
 """
         )

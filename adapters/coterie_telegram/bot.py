@@ -842,12 +842,14 @@ class TelegramBot:
         )
         ready()
         offset: int | None = None
+        waiting: set[int] = set()
         backoff = Backoff(initial=FIRST_BACKOFF, maximum=MAX_BACKOFF)
         try:
             while not stopping.is_set():
                 # confirm nothing past an update still being answered: were the bot killed
                 # now, Telegram would send it again (and a claim not marked done is taken over)
-                confirm = min(self.unanswered, default=offset)
+                held = self.unanswered | waiting
+                confirm = min(held, default=offset)
                 confirm = offset if offset is None or confirm is None else min(confirm, offset)
                 fetch = self.bot.fetch_updates(confirm, self.settings.poll_timeout, ALLOWED_UPDATES)
                 try:
@@ -867,11 +869,19 @@ class TelegramBot:
                         break
                     backoff.reset()
                     fresh = 0
+                    waiting = set()  # claimed elsewhere, not answered yet: not to be confirmed
                     for data in batch:
                         update_id = data.get("update_id")
                         if isinstance(update_id, int):
                             offset = max(offset or 0, update_id + 1)
-                        fresh += await self.receive(data)
+                        taken = await self.receive(data)
+                        fresh += taken
+                        if (
+                            not taken
+                            and isinstance(update_id, int)
+                            and not await self.seen.is_done(str(update_id))
+                        ):
+                            waiting.add(update_id)
                     wait = self.settings.poll_interval
                     if batch and not fresh:  # only updates still being answered came back
                         wait = max(wait, UNANSWERED_POLL)

@@ -162,6 +162,11 @@ class SeenIds:
             await self.prune()
         return True
 
+    async def is_done(self, key: str) -> bool:
+        """Whether ``key`` was answered (a claim marked done, or an id recorded without one)."""
+        found = await self._store.get(self._namespace, self._prefix + key)
+        return isinstance(found, dict) and found.get("done", True) is not False
+
     async def done(self, key: str) -> None:
         """Mark a claim (:meth:`add` with a ``lease``) answered: it is never taken over."""
         full = self._prefix + key
