@@ -1,8 +1,9 @@
 """The console chat: a room in the terminal that goes through the same core path as the platforms.
 
 Interactive (a terminal): a prompt_toolkit prompt with history, completion of the room's commands
-and colour (``NO_COLOR`` turns it off); prompt_toolkit is imported only then. Piped: one message per
-input line, each reply printed as plain text, so sessions can be scripted.
+and of its rule set's Trait names (:mod:`coterie_console.complete`), and colour (``NO_COLOR`` turns
+it off); prompt_toolkit is imported only then. Piped: one message per input line, each reply
+printed as plain text, so sessions can be scripted.
 
 One console can speak for the whole table: ``/as bob`` makes bob the speaker until the next
 ``/as``, and ``bob: !resist 3 6`` says one message as bob. ``/storyteller NAME`` (or the
@@ -30,6 +31,7 @@ from coterie.framework.message import Message
 from coterie.render.elements import Node, Reply
 from coterie.render.encode import to_plain
 from coterie_console.ansi import ANSI
+from coterie_console.complete import CONSOLE_COMMANDS, completer, template_names
 
 if TYPE_CHECKING:
     from coterie.framework.app import Coterie
@@ -252,7 +254,6 @@ class ConsoleAdapter(Adapter):
 
     async def _new_session(self) -> Any:
         from prompt_toolkit import PromptSession
-        from prompt_toolkit.completion import WordCompleter
 
         history = Path(
             self.settings.get("history_file") or Path.home() / ".coterie_history"
@@ -263,11 +264,12 @@ class ConsoleAdapter(Adapter):
             for command in self.app.room_commands(settings.variant)
             for name in command.names
         ]
-        words += ["/as", "/storyteller", "/help", "/quit"]
-        words += _trait_names(self.app)
+        words += CONSOLE_COMMANDS
+        rules = self.app.variants.get(settings.variant)
+        traits = template_names(getattr(rules, "character_template", None))
         return PromptSession(
             history=_BoundedHistory(str(history)),
-            completer=WordCompleter(words, sentence=True),
+            completer=completer(words, traits),
             complete_while_typing=False,
             color_depth=None if self.color else _monochrome(),
         )
@@ -277,17 +279,6 @@ def _monochrome() -> Any:
     from prompt_toolkit.output import ColorDepth
 
     return ColorDepth.MONOCHROME
-
-
-def _trait_names(app: Coterie) -> list[str]:
-    """Trait names the app knows (characters' sheets), for completion; none without them."""
-    names = getattr(app, "trait_names", None)
-    if callable(names):
-        try:
-            return [str(name) for name in names()]
-        except Exception:  # completion is a convenience: never stop the console for it
-            return []
-    return []
 
 
 class _BoundedHistory:
