@@ -358,3 +358,25 @@ async def test_ask_for_a_pool_of_trait_names_reads_the_asked_players_sheet() -> 
     room = await t.ok("alice", "!answer")
     assert room.startswith("Alice rolls Wits+Alertness against a hidden Difficulty and succeeds")
     assert t.last is not None and "9 8 7 2 1" in private_text(t.last, "st")
+
+
+async def test_d10_initiative_reads_dexterity_and_wits_from_the_sheet() -> None:
+    t = await claimed()
+    await t.ok("alice", "!char new Alex")
+    await t.ok("alice", "!char set Dexterity 3 Wits 4")
+    t.faces(5)
+    shown = await t.ok("alice", "!init add Alex celerity 1")
+    assert "Dex+Wits 7 + 5 = 12" in shown and "+ Alex" in shown
+    await t.ok("st", "!npc new Guard")
+    await t.ok("st", "!npc set Guard Dexterity 2 Wits 2")
+    t.faces(3)
+    assert "Dex+Wits 4 + 3 = 7" in await t.ok("st", "!init add Guard")
+    t.faces(6)
+    assert "Dex+Wits 5 + 6 = 11" in await t.ok("st", "!init add Ghoul 5")  # written wins
+    # a player cannot read an NPC's sheet this way, and a name without a sheet needs a rating
+    await t.ok("st", "!npc new Watcher")
+    await t.ok("st", "!npc set Watcher Dexterity 4 Wits 4")
+    before = await t.ok("bob", "!init")
+    assert "DEX+WITS" in await t.error("bob", "!init add Watcher")
+    assert "DEX+WITS" in await t.error("bob", "!init add Nobody")
+    assert await t.ok("bob", "!init") == before

@@ -7,18 +7,22 @@ Dexterity + Wits + a die, V5's ranged/close/other); the tracker keeps the order 
 breaks ties the same way for every rule set (each tied combatant rolls one die, the highest first,
 again until the tie is broken), and walks the turn: everyone's first action in order, then the
 extra actions (Celerity, Rage) in the same order, then the next round. The order is shown after
-every change."""
+every change. On the d10 rule sets ``!init add NAME`` without a rating reads Dexterity + Wits from
+NAME's sheet (your character, or for the Storyteller an NPC's or any player's)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from coterie.errors import UsageError
+from coterie.framework.characters import fold
 from coterie.framework.commands import Command, CommandContext
 from coterie.framework.grammar import shorten, tokens
 from coterie.framework.variant import InitiativeEntry
 from coterie.hookimpl import hookimpl
+from coterie.play import npcs, roster
 from coterie.play.rooms import is_storyteller, room_is_open
+from coterie.play.sheets import rating
 from coterie.render.elements import BR, Node, Text, bold, code, italic
 from coterie.storage.state import RoomState
 
@@ -151,7 +155,9 @@ async def _add(
         raise UsageError(f"{name} is in the fight already; `!init remove {name}` first")
     if fight is not None and len(fight["entries"]) >= MAX_COMBATANTS:
         raise UsageError(f"a fight holds at most {MAX_COMBATANTS} combatants")
-    entry: InitiativeEntry = ctx.variant.initiative(name, words[1:], ctx.dice)
+    entry: InitiativeEntry = ctx.variant.initiative(
+        name, await _rating_from_sheet(ctx, name, words[1:]), ctx.dice
+    )
     if fight is None:
         fight = {
             "variant": ctx.variant.name,
@@ -174,6 +180,32 @@ async def _add(
         fight["turn"] = _position(fight, acting)
     await state.set("fight", fight)
     return [bold(entry.name), Text(" joins the fight."), BR, *_lines(fight)]
+
+
+#: the Traits the d10 editions' initiative adds up
+SHEET_RATING = ("Dexterity", "Wits")
+
+
+async def _rating_from_sheet(ctx: CommandContext, name: str, words: list[str]) -> list[str]:
+    """``words`` with Dexterity + Wits from ``name``'s sheet put first, when the rule set's
+    initiative wants that rating (its extra-action words are ``initiative_extras``), none is
+    written and the sheet is found; otherwise ``words`` as written."""
+    extras = getattr(ctx.variant, "initiative_extras", None)
+    if extras is None or (words and words[0].lower() not in extras):
+        return words
+    template = getattr(ctx.variant, "character_template", None)
+    if template is None or not all(fold(t) in template.traits for t in SHEET_RATING):
+        return words
+    sheet: dict[str, Any] | None = None
+    try:
+        sheet = (await roster.find(ctx, name)).sheet
+    except UsageError:  # not one of yours, nor (for the Storyteller) anyone's: an NPC's?
+        if await is_storyteller(ctx):
+            sheet = await npcs.sheet_of(ctx, name)
+    if sheet is None:
+        return words
+    total = sum(rating(template, sheet, trait) for trait in SHEET_RATING)
+    return [str(total), *words]
 
 
 def _position(fight: dict[str, Any], acting: str) -> int:
