@@ -4,6 +4,7 @@ line naming the store, Ctrl-C as a clean exit, and SIGINT/SIGTERM as a graceful 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import signal
 import sys
@@ -20,10 +21,35 @@ def describe_store(config: Config) -> str:
 
 
 def until_interrupted(main: Any) -> int:
-    """Run ``main()``; Ctrl-C ends it cleanly: one line, exit status 0."""
+    """Run ``main()``; Ctrl-C ends it cleanly: one line, exit status 0.
+
+    The line is written whenever SIGINT arrived, even when something on the way (a start-up step
+    that outlives a cancellation) swallowed it and ``main()`` then ended on its own."""
+    interrupted = False
+
+    async def watched() -> None:
+        nonlocal interrupted
+        task = asyncio.current_task()
+
+        def on_sigint() -> None:
+            nonlocal interrupted
+            interrupted = True
+            if task is not None:
+                task.cancel()
+
+        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+            asyncio.get_running_loop().add_signal_handler(signal.SIGINT, on_sigint)
+        try:
+            await main()
+        except asyncio.CancelledError:
+            if not interrupted:
+                raise
+
     try:
-        asyncio.run(main())
+        asyncio.run(watched())
     except KeyboardInterrupt:
+        interrupted = True
+    if interrupted:
         sys.stderr.write("coterie: interrupted, stopped cleanly\n")
     return 0
 
