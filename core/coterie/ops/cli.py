@@ -340,6 +340,23 @@ def _completion(args: argparse.Namespace) -> int:
     return 0
 
 
+def _pool_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options ``coterie roll`` and ``coterie odds`` share: the rule set, the pool and what
+    changes it."""
+    parser.add_argument("--variant", required=True, help="rule set, e.g. revised")
+    parser.add_argument("--pool", required=True, type=int, help="dice pool")
+    parser.add_argument("--difficulty", type=int, help="difficulty")
+    parser.add_argument("--hunger", type=int, help="Hunger dice (v5)")
+    parser.add_argument("--specialty", action="store_true", help="a specialty applies")
+    parser.add_argument("--willpower", action="store_true", help="spend Willpower")
+    parser.add_argument(
+        "--option",
+        action="append",
+        metavar="NAME[=VALUE]",
+        help="a house rule or !roll option of the rule set, e.g. rote or chance_again=on",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="coterie", description="Storyteller dice bots for every chat platform."
@@ -410,18 +427,7 @@ def build_parser() -> argparse.ArgumentParser:
     export.set_defaults(func=cmd_export)
 
     roll = sub.add_parser("roll", help="roll (or count a given roll) and print the result")
-    roll.add_argument("--variant", required=True, help="rule set, e.g. revised")
-    roll.add_argument("--pool", required=True, type=int, help="dice pool")
-    roll.add_argument("--difficulty", type=int, help="difficulty")
-    roll.add_argument("--hunger", type=int, help="Hunger dice (v5)")
-    roll.add_argument("--specialty", action="store_true", help="a specialty applies")
-    roll.add_argument("--willpower", action="store_true", help="spend Willpower")
-    roll.add_argument(
-        "--option",
-        action="append",
-        metavar="NAME[=VALUE]",
-        help="a house rule or !roll option of the rule set, e.g. rote or chance_again=on",
-    )
+    _pool_arguments(roll)
     roll.add_argument("--faces", help="replay these faces instead of rolling, e.g. 9,1,1,8,1")
     roll.add_argument("--seed", type=int, help="deterministic dice")
     roll.add_argument("--json", action="store_true", help="print one JSON object")
@@ -429,20 +435,9 @@ def build_parser() -> argparse.ArgumentParser:
     roll.set_defaults(func=cmd_roll)
 
     odds = sub.add_parser("odds", help="the exact odds of a roll (nothing is rolled)")
-    odds.add_argument("--variant", required=True, help="rule set, e.g. revised")
-    odds.add_argument("--pool", required=True, type=int, help="dice pool")
-    odds.add_argument("--difficulty", type=int, help="difficulty")
-    odds.add_argument("--hunger", type=int, help="Hunger dice (v5)")
-    odds.add_argument("--specialty", action="store_true", help="a specialty applies")
-    odds.add_argument("--willpower", action="store_true", help="spend Willpower")
+    _pool_arguments(odds)
     odds.add_argument(
         "--reroll", action="store_true", help="v5: re-roll failures with Willpower if it fails"
-    )
-    odds.add_argument(
-        "--option",
-        action="append",
-        metavar="NAME[=VALUE]",
-        help="a house rule or !roll option of the rule set, e.g. rote or chance_again=on",
     )
     odds.add_argument("--json", action="store_true", help="print one JSON object")
     odds.add_argument("--chart", metavar="PNG", help="write a bar chart to this file")
