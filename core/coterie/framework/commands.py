@@ -86,6 +86,8 @@ class CommandContext:
     resolver: PoolResolver | None = None
     #: lines plugins add under the command's reply (a tracker a roll moved)
     notes: list[Node] = field(default_factory=list)
+    #: while ``coterie_roll_settled`` runs: log entries (a tracker it moved) logged after the roll
+    after_roll: list[RollRecord] | None = None
 
     @property
     def args(self) -> str:
@@ -124,8 +126,12 @@ class CommandContext:
             outcome = variant.name_sides(outcome, sides.actor_name, sides.opponent_name)
         if self.roll_id is None:
             self.roll_id = new_roll_id()
+        self.after_roll = deferred = list[RollRecord]()
         await self.app.host.first_result("coterie_roll_settled", ctx=self, outcome=outcome)
+        self.after_roll = None
         await self._log(request, outcome, sides)
+        for record in deferred:  # after the roll that made them, in the log's order
+            await self.store.log_roll(record)
         await self.app.host.call_async(
             "coterie_after_roll",
             app=self.app,

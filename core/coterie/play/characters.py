@@ -18,8 +18,9 @@ from coterie.framework.commands import Command, CommandContext
 from coterie.framework.grammar import shorten, suggest, tokens
 from coterie.hookimpl import hookimpl
 from coterie.play import sheets
+from coterie.play.changelog import log_moves
 from coterie.play.roster import Found, chronicle_of, find, has_sheets, save, template_of
-from coterie.render.elements import BR, Node, Text, bold, code
+from coterie.render.elements import BR, Node, Private, Reply, Text, bold, code
 from coterie.storage import characters as store
 
 CHAR_USAGE = (
@@ -465,7 +466,7 @@ async def sheet_command(ctx: CommandContext) -> list[Node]:
     )
 
 
-async def undo_command(ctx: CommandContext) -> list[Node]:
+async def undo_command(ctx: CommandContext) -> list[Node] | Reply:
     """Take back the author's latest change that is still the sheet's latest."""
     chronicle = chronicle_of(ctx)
     me = ctx.message.user
@@ -489,7 +490,19 @@ async def undo_command(ctx: CommandContext) -> list[Node]:
     record["chars"][change["key"]] = restored
     await store.save_player(ctx.store, chronicle, change["owner"], record)
     await store.set_changes(ctx.store, chronicle, me, stack)
-    return [Text("Undone: "), bold(change["what"]), Text(f" (was {change['command']})")]
+    secret = bool(change.get("secret"))
+    # the trackers it moves back are logged too, as their own entries (``undo``)
+    await log_moves(
+        ctx, template_of(ctx), change["owner"], sheet, restored, secret=secret, undo=True
+    )
+    body: list[Node] = [Text("Undone: "), bold(change["what"]), Text(f" (was {change['command']})")]
+    if not secret:
+        return body
+    # a hidden NPC's change stays the Storyteller's
+    return Reply(
+        [Text("A secret change was undone (sent privately).")],
+        private=[Private(me, body, ctx.message.display_name)],
+    )
 
 
 @hookimpl

@@ -14,6 +14,8 @@ from coterie.errors import UsageError
 from coterie.framework.characters import CharacterTemplate, fold
 from coterie.framework.commands import CommandContext, shorten_request
 from coterie.framework.variant import Variant
+from coterie.play.changelog import NPC_OWNER as NPC_OWNER
+from coterie.play.changelog import log_moves
 from coterie.play.rooms import is_mention, is_storyteller, mention_key, names_person
 from coterie.storage import characters as store
 
@@ -130,20 +132,41 @@ async def find(ctx: CommandContext, who: str | None = None, *, edit: bool = Fals
     raise UsageError(f'no character "{shorten_request(who, 40)}" in this chronicle')
 
 
+async def find_npc(ctx: CommandContext, name: str) -> Found | None:
+    """The chronicle's NPC ``name`` names (exact, else a unique prefix), or ``None``. Only the
+    Storyteller's commands may call this: it checks no rights."""
+    record = await store.load_player(ctx.store, chronicle_of(ctx), NPC_OWNER)
+    key = _by_name(record, name)
+    return None if key is None else _found(NPC_OWNER, record, key)
+
+
 async def _require_storyteller(ctx: CommandContext, edit: bool) -> None:
     if not await is_storyteller(ctx):
         verb = "change" if edit else "see"
         raise UsageError(f"only its player or the Storyteller can {verb} someone else's character")
 
 
-async def save(ctx: CommandContext, found: Found, what: str, *, undoable: bool = True) -> None:
-    """Store a changed character (version +1) and remember the change for ``!undo``."""
+async def save(
+    ctx: CommandContext,
+    found: Found,
+    what: str,
+    *,
+    undoable: bool = True,
+    why: str | None = None,
+    secret: bool = False,
+) -> None:
+    """Store a changed character (version +1), log each tracker it moved in the roll log
+    (:mod:`coterie.play.changelog`; ``why``: the reason play gives, ``secret``: the room must
+    not see it) and remember the change for ``!undo``."""
     sheet = found.sheet
     sheet["version"] = int(found.before.get("version", 0)) + 1
     sheet["updated"] = time.time()
     found.record["chars"][found.key] = sheet
     chronicle = chronicle_of(ctx)
     await store.save_player(ctx.store, chronicle, found.owner, found.record)
+    template = templates(ctx.app).get(ctx.variant.name)
+    if template is not None:
+        await log_moves(ctx, template, found.owner, found.before, sheet, reason=why, secret=secret)
     if undoable:
         await store.push_change(
             ctx.store,
@@ -158,6 +181,8 @@ async def save(ctx: CommandContext, found: Found, what: str, *, undoable: bool =
                 "before": found.before,
                 "time": sheet["updated"],
                 "roll": ctx.roll_id,
-                "scene": None,
+                "scene": ctx.scene,
+                "session": ctx.session,
+                "secret": secret,
             },
         )

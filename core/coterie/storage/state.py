@@ -30,9 +30,22 @@ from typing import Any, Protocol, runtime_checkable
 _DELETED = object()
 
 
+#: the kinds of roll-log entries (:attr:`RollRecord.kind`): a roll of dice, and a tracker change
+#: (``detail["kind"] == "tracker"``: a character's Hunger, Willpower, Health … moved, with
+#: ``faces == []`` and ``outcome == TRACKER``; see ``docs/storage.md``)
+ROLL = "roll"
+TRACKER = "tracker"
+
+
 @dataclass
 class RollRecord:
-    """One logged roll: what the roll log, ``!log``, ``!stats`` and ``coterie export`` read."""
+    """One logged roll: what the roll log, ``!log``, ``!stats`` and ``coterie export`` read.
+
+    The log also holds tracker changes (:attr:`kind` ``"tracker"``): no dice, ``outcome``
+    ``"tracker"``, and the change in :attr:`detail` (``character``, ``owner``, ``tracker``,
+    ``old``, ``new``, ``change``, ``reason``, ``roll``, ``scene``, ``secret``, ``npc``,
+    ``undo``). Whatever counts rolls (``!stats``, expected successes, outcome tallies) reads
+    only the entries whose :attr:`kind` is ``"roll"``."""
 
     id: str
     room: str
@@ -68,6 +81,17 @@ class RollRecord:
         return cls(**data)
 
     @property
+    def kind(self) -> str:
+        """:data:`ROLL` (dice were rolled) or :data:`TRACKER` (a tracker changed)."""
+        detail = self.detail
+        return TRACKER if isinstance(detail, dict) and detail.get("kind") == TRACKER else ROLL
+
+    @property
+    def is_roll(self) -> bool:
+        """Whether dice were rolled (what statistics count)."""
+        return self.kind == ROLL
+
+    @property
     def hunger(self) -> int:
         """How many of the last :attr:`faces` are Hunger dice (V5), as the log records it."""
         value = self.detail.get("hunger_dice", 0) if isinstance(self.detail, dict) else 0
@@ -86,6 +110,17 @@ def faces_text(record: RollRecord, limit: int | None = None) -> str:
         words.append(str(face))
     more = limit is not None and len(record.faces) > limit
     return " ".join(words) + (" …" if more else "")
+
+
+def change_line(record: RollRecord) -> str:
+    """A tracker entry as ``!log`` and the export show it: ``Alex: Hunger 2 → 3 (failed rouse
+    check)``; ``(undone)`` when ``!undo`` moved it back."""
+    detail = record.detail
+    why = detail.get("reason")
+    if detail.get("undo"):
+        why = "undone"
+    tail = f" ({why})" if why else ""
+    return f"{detail.get('character', '?')}: {detail.get('change', '?')}{tail}"
 
 
 @runtime_checkable

@@ -1,0 +1,114 @@
+"""Tracker changes in the roll log (#20): every move of a character's tracker (Hunger, Willpower,
+Health, Blood Pool, Rage, Stains …) — by hand (``!hunger +1``, ``!damage 2``, ``!npc wp Guard
+-1``), by play (a failed rouse check, a Willpower re-roll, ``wp`` spent) or by ``!undo`` — is
+one entry of the room's roll log, written in the command's own transaction beside the change.
+
+An entry is a :class:`~coterie.storage.state.RollRecord` of kind ``"tracker"`` (no new table, no
+new column): ``faces`` is empty, ``outcome`` is ``"tracker"``, and ``detail`` says what moved:
+
+* ``kind``: ``"tracker"``; ``character``, ``owner`` (the player's id, ``~npcs`` for an NPC),
+  ``npc``; ``tracker`` (its name), ``old`` and ``new`` (as the sheet shows them: ``2``,
+  ``3/5``, ``[//...] Hurt (-1)``), ``change`` (``Hunger 2 → 3``, the reply's line);
+* ``reason``: why, when play moved it (``failed rouse check``), else ``None``; ``roll``: the id
+  of the roll that moved it, if any; ``undo``: ``True`` when ``!undo`` moved it back;
+* ``scene`` (the scene being played, if any), and ``secret`` when the room must not see it: a
+  hidden NPC's change (``!npc secret on``, the default), hidden from players' ``!log`` for
+  good, or one a secret NPC roll made, hidden with that roll until it is revealed. (A player's
+  sheet is no secret: what their own secret roll moves shows, as the reply shows it.)
+
+Everything that counts rolls (``!stats``, expected successes, outcome tallies) skips these
+entries (:attr:`~coterie.storage.state.RollRecord.is_roll`); ``!log`` and ``coterie export`` show
+them in time order among the rolls.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from coterie.framework.characters import CharacterTemplate
+from coterie.framework.commands import CommandContext, new_roll_id, shorten_request
+from coterie.play import sheets
+from coterie.storage.state import TRACKER, RollRecord
+
+#: the pseudo-player whose characters are the chronicle's NPCs (no platform id looks like it)
+NPC_OWNER = "~npcs"
+
+
+def tracker_moves(
+    ctx: CommandContext,
+    template: CharacterTemplate,
+    before: dict[str, Any],
+    after: dict[str, Any],
+) -> list[tuple[str, str, str]]:
+    """The trackers whose kept state differs between two versions of a sheet, as (name, old,
+    new) texts; a change the sheet does not show (an empty record made) is none."""
+    moves: list[tuple[str, str, str]] = []
+    old_state = before.get("trackers", {})
+    new_state = after.get("trackers", {})
+    for tracker in template.trackers:
+        if old_state.get(tracker.name) == new_state.get(tracker.name):
+            continue
+        old = sheets.tracker_text(template, before, tracker, ctx.variant, ctx.settings)
+        new = sheets.tracker_text(template, after, tracker, ctx.variant, ctx.settings)
+        if old != new:
+            moves.append((tracker.name, old, new))
+    return moves
+
+
+async def log_moves(
+    ctx: CommandContext,
+    template: CharacterTemplate,
+    owner: str,
+    before: dict[str, Any],
+    after: dict[str, Any],
+    *,
+    reason: str | None = None,
+    secret: bool = False,
+    undo: bool = False,
+) -> int:
+    """Log each tracker that moved from ``before`` to ``after`` (one sheet, owned by ``owner``)
+    as a tracker entry of the room's roll log, in the command's transaction; how many."""
+    moves = tracker_moves(ctx, template, before, after)
+    name = str(after.get("name") or before.get("name") or "")
+    npc = owner == NPC_OWNER
+    roll = ctx.roll_id
+    if roll is not None and ctx.after_roll is not None and ctx.rolls:
+        roll = f"{roll}-{ctx.rolls + 1}"  # the id the roll being settled is about to be logged by
+    for tracker, old, new in moves:
+        detail: dict[str, Any] = {
+            "kind": TRACKER,
+            "character": name,
+            "owner": owner,
+            "npc": npc,
+            "tracker": tracker,
+            "old": old,
+            "new": new,
+            "change": f"{tracker} {old} → {new}",
+            "reason": reason,
+            "roll": roll,
+            "undo": undo,
+        }
+        if secret:
+            detail["secret"] = True
+        if ctx.scene is not None:
+            detail["scene"] = ctx.scene
+        record = RollRecord(
+            id=new_roll_id(),
+            room=ctx.message.room_key,
+            user=ctx.message.user,
+            display_name=ctx.message.display_name,
+            variant=ctx.variant.name,
+            request=shorten_request(ctx.message.text),
+            faces=[],
+            outcome=TRACKER,
+            successes=0,
+            botch=False,
+            expected=None,
+            session=ctx.session,
+            detail=detail,
+        )
+        if ctx.after_roll is not None:  # a roll moved it: logged right after that roll
+            ctx.after_roll.append(record)
+        else:
+            await ctx.store.log_roll(record)
+    return len(moves)
