@@ -718,6 +718,39 @@ async def test_a_secret_from_an_encrypted_room_goes_to_an_encrypted_direct_room(
     assert part.encrypted and "10 7 1 3 6" in part.content["body"]
 
 
+async def test_npc_trackers_go_to_the_storytellers_direct_room_and_log_lines_render(
+    synapse, bot, player, tmp_path
+):
+    """#20: a hidden NPC's tracker moves only in the Storyteller's direct room (HTML, the name
+    bold); `!log` in the room shows a player's tracker change and the NPC's as a secret line."""
+    adapter = make_adapter(make_core(), synapse, bot, tmp_path / "store")
+    async with serving(adapter):
+        room = await joined_room(player, bot)
+        replies = {}
+        for text in ("!storyteller claim", "!npc new Guard", "!npc damage Guard 2 lethal"):
+            command = await player.say(room, text)
+            replies[text] = await player.wait_reply(bot.user_id, command)
+        mine = await direct_from(player, bot, {room})
+        await player.wait_for(lambda s: len(notices_in(player, bot, mine)) >= 2, "two parts")
+        for text in ("!char new Lise", "!damage 1", "!log"):
+            command = await player.say(room, text)
+            replies[text] = await player.wait_reply(bot.user_id, command)
+    assert replies["!npc damage Guard 2 lethal"].content["body"] == "An NPC's tracker changed."
+    said = [  # what the bot wrote in the room: never the NPC's tracker
+        json.dumps([s.content.get("body"), s.content.get("formatted_body")])
+        for s in notices_in(player, bot, room)
+    ]
+    assert len(said) == 6 and not any("Guard" in text or "XX" in text for text in said)
+    part = notices_in(player, bot, mine)[-1].content
+    assert part["body"] == "Guard: Health [.......] Healthy → [XX.....] Hurt (-1)"
+    assert part["formatted_body"].startswith("<strong>Guard</strong>: Health")
+    log = replies["!log"].content
+    name = player.account.localpart
+    assert f"{name} Lise: Health [.......] Healthy → [/......] Bruised" in log["body"]
+    assert f"{name} changed a tracker in secret" in log["body"]
+    assert f"<strong>{name}</strong> changed a tracker in secret" in log["formatted_body"]
+
+
 # --- catching up after an absence ----------------------------------------------------------------
 
 

@@ -636,3 +636,29 @@ async def test_a_character_sheet_is_rendered_as_block_kit(fake, session):
     assert "Health [.......] Healthy" in mrkdwn
     plain = call.params["text"]
     assert plain.startswith("Lise (Lynn, revised)") and "*" not in plain
+
+
+async def test_npc_trackers_go_to_the_storyteller_ephemerally_and_log_lines_render(fake, session):
+    """#20: a hidden NPC's tracker moves only in the Storyteller's ephemeral message; `!log`
+    shows a player's tracker change as a mrkdwn line and the NPC's as a secret one."""
+    async with serving(adapter_for(fake)) as adapter:
+        for user, text in (
+            (MARK, "!storyteller claim"),
+            (MARK, "!npc new Guard"),
+            (MARK, "!npc damage Guard 2 lethal"),
+            (LYNN, "!char new Lise"),
+            (LYNN, "!damage 1"),
+            (LYNN, "!log"),
+        ):
+            await post_event(session, adapter, message_event(text, user=user))
+            await settle(adapter)
+    room = [c.params for c in fake.ok_calls("chat.postMessage") if c.params["channel"] == CHANNEL]
+    assert "An NPC's tracker changed." in [r["text"] for r in room]
+    assert not any("Health [" in json.dumps(r) for r in room[:-2])  # the NPC's stays private
+    [npc] = [c.params for c in fake.ok_calls("chat.postEphemeral") if "Health" in c.params["text"]]
+    assert npc["user"] == MARK and npc["channel"] == CHANNEL
+    assert section_text(npc["blocks"]) == "*Guard*: Health [.......] Healthy → [XX.....] Hurt (-1)"
+    log = section_text(room[-1]["blocks"])
+    assert log.startswith("*Last 2 entries*")
+    assert "*Lynn* Lise: Health [.......] Healthy → [/......] Bruised" in log
+    assert "*Mark Roe* changed a tracker in secret" in log and "Guard" not in log

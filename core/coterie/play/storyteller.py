@@ -454,11 +454,15 @@ def coterie_commands() -> list[Command]:
         ),
         Command(
             name="npc",
-            summary="roll for a nameless NPC, in secret by default (Storyteller)",
+            summary="roll for NPCs (secret by default); their sheets, trackers, macros (Storyteller)",
             usage=NPC_USAGE,
+            # (the NPC sheet actions are in the details: a rule set may have no sheets)
             examples=("!npc roll guard {roll}", "!npc secret off\n!npc roll guard {roll2}"),
             handler=npc,
             details="Add `public` to show one roll to the room, or `!npc secret off` to roll "
-            "NPCs openly by default.",
+            "NPCs openly by default. NPCs with sheets (`!npc new Guard`) keep trackers and "
+            "macros like players' characters: `!npc damage Guard 2 lethal`, `!npc wp Guard -1`, "
+            "`!npc hunger Guard +1` (privately while NPCs are secret), `!npc macro Guard add "
+            "spot = Wits+Alertness 6`, then `!npc roll Guard spot`.",
         ),
     ]
