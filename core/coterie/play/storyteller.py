@@ -454,7 +454,7 @@ def coterie_commands() -> list[Command]:
         ),
         Command(
             name="npc",
-            summary="roll for NPCs (secret by default); their sheets, trackers, macros (Storyteller)",
+            summary="the Storyteller's NPCs: rolls (secret by default), sheets, trackers, macros",
             usage=NPC_USAGE,
             # (the NPC sheet actions are in the details: a rule set may have no sheets)
             examples=("!npc roll guard {roll}", "!npc secret off\n!npc roll guard {roll2}"),
