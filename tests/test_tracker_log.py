@@ -347,3 +347,22 @@ async def test_npc_macros_are_kept_privately_and_rolled_by_name() -> None:
     assert "Guard has no macros" in private_text(t.last, "st")
     # the player's macros are theirs: an NPC's macro is no command of the room
     assert "unknown command" in await t.error("alice", "!spot")
+
+
+async def test_npc_sheet_edits_are_undoable_by_the_storyteller_privately() -> None:
+    t = await claimed("v5")
+    await t.ok("st", "!npc new Guard")
+    await t.ok("st", "!npc set Guard Composure 2 Resolve 2")
+    await t.ok("st", "!npc damage Guard 1 superficial wp")
+    assert private_text(t.last, "st") == "Guard: Willpower [....] → [/...]"
+    await t.ok("st", "!undo")
+    await t.ok("st", "!undo")
+    assert "Composure 1 → 2, Resolve 1 → 2" in private_text(t.last, "st")
+    await t.ok("st", "!npc sheet Guard")
+    assert "Willpower [..]" in private_text(t.last, "st")  # Composure 1 + Resolve 1, unmarked
+    assert "nothing of yours to undo" in await t.error("st", "!undo")
+    # the way back is logged, secret: the damage and its undo
+    assert [(r.detail["change"], r.detail["undo"]) for r in await changes(t)] == [
+        ("Willpower [....] → [/...]", False),
+        ("Willpower [/...] → [....]", True),
+    ]
