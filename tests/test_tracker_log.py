@@ -8,12 +8,19 @@ NPC trackers move with ``!npc hunger|wp|damage|heal … NAME``, privately while 
 
 from __future__ import annotations
 
+import asyncio
 import json
+from collections.abc import AsyncIterator
+from pathlib import Path
 
 import pytest
 
 from coterie.ops.export import room_log, to_json, to_markdown
+from coterie.storage.migrate import upgrade
+from coterie.storage.sql import SQLStore
 from coterie.storage.state import RollRecord
+from test_characters_store import app_on
+from test_characters_store import say as store_say
 from test_play import Table
 from test_storyteller import claimed, private_text
 
@@ -366,3 +373,41 @@ async def test_npc_sheet_edits_are_undoable_by_the_storyteller_privately() -> No
         ("Willpower [....] → [/...]", False),
         ("Willpower [/...] → [....]", True),
     ]
+
+
+# --- on the SQL stores ---------------------------------------------------------------------------
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+async def url(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[str]:
+    if request.param == "sqlite":
+        found = f"sqlite+aiosqlite:///{tmp_path / 'state.db'}"
+    else:
+        found = request.getfixturevalue("pg_url")
+    await upgrade(found)
+    yield found
+
+
+async def test_tracker_entries_on_sqlite_and_postgresql_chain_under_concurrency(url: str) -> None:
+    """Ten concurrent changes of one sheet from two stores: ten tracker entries, whose old → new
+    values chain 0 → 10 (each written in its change's transaction, none lost), read back equal
+    (the entry kind survives the JSON column); a refused change logs nothing."""
+    one, two = SQLStore(url), SQLStore(url)
+    try:
+        first, second = app_on(one), app_on(two)
+        await store_say(first, "!char new Lise")
+        await store_say(first, "!stains 0")
+        jobs = [store_say(first if i % 2 else second, "!stains +1") for i in range(10)]
+        replies = await asyncio.wait_for(asyncio.gather(*jobs), timeout=90)
+        assert all(r.startswith("Lise: Stains") for r in replies), replies
+        assert "goes from 0 to 10" in await store_say(first, "!stains +1")
+        log = [r for r in reversed(await one.rolls("test:a", limit=None)) if r.kind == "tracker"]
+        pairs = [(int(r.detail["old"]), int(r.detail["new"])) for r in log]
+        assert sorted(pairs) == [(n, n + 1) for n in range(10)]
+        assert all(r.faces == [] and r.outcome == "tracker" and not r.is_roll for r in log)
+        assert [r.as_json() for r in await two.rolls("test:a", limit=None)] == [
+            r.as_json() for r in await one.rolls("test:a", limit=None)
+        ]
+    finally:
+        await one.close()
+        await two.close()
