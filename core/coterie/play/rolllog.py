@@ -276,12 +276,14 @@ def coterie_commands() -> list[Command]:
     return [
         Command(
             name="log",
-            summary="the room's last rolls, or one roll by its id",
+            summary="the room's last rolls and tracker changes, or one by its id",
             usage=LOG_USAGE,
             examples=("!roll {roll}\n!log", "!log 5"),
             handler=log_command,
             transaction=False,
-            details="Each roll's reply ends with its id. A room's log is read only in that room.",
+            details="Each roll's reply ends with its id. Tracker changes (`!hunger +1`, a "
+            "failed rouse check) are listed among the rolls; `!stats` counts only rolls. A "
+            "room's log is read only in that room.",
         ),
         Command(
             name="stats",
