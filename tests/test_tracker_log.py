@@ -411,3 +411,51 @@ async def test_tracker_entries_on_sqlite_and_postgresql_chain_under_concurrency(
     finally:
         await one.close()
         await two.close()
+
+
+# --- re-rolls of secret and NPC rolls -------------------------------------------------------------
+
+
+async def test_a_reroll_of_a_secret_roll_is_refused_until_revealed() -> None:
+    t = await claimed("v5")
+    t.faces(1, 1, 1)
+    await t.ok("alice", "!roll 3 0 2 secret")
+    assert t.last is not None
+    roll_id = t.last.meta["roll_id"]
+    logged = await entries(t)
+    t.faces(9, 9, 9)
+    refused = await t("alice", "!reroll")
+    assert t.last is not None and t.last.is_error
+    assert f"your last roll ({roll_id}) is secret" in refused and "9 9" not in refused
+    assert await entries(t) == logged  # nothing rolled into the log, nothing changed
+    await t.ok("alice", f"!reveal {roll_id}")
+    t.faces(9, 9, 9)  # (the refused re-roll drew its dice before it was refused)
+    assert "Willpower re-roll" in await t.ok("alice", "!reroll")
+    # an NPC's secret roll likewise: its dice never reach the room through a re-roll
+    await t.ok("st", "!npc new Guard")
+    t.faces(1, 1, 9)
+    await t.ok("st", "!npc roll Guard 3 0 2")
+    t.faces(9, 9)
+    assert "is secret" in await t("st", "!reroll") and t.last is not None and t.last.is_error
+
+
+async def test_a_reroll_of_an_npc_roll_marks_the_npcs_willpower_not_the_storytellers() -> None:
+    t = await claimed("v5")
+    await t.ok("st", "!char new Mentor")
+    await t.ok("st", "!npc new Guard")
+    await t.ok("st", "!npc secret off")
+    t.faces(1, 1, 9)
+    await t.ok("st", "!npc roll Guard 3 0 2")
+    t.faces(9, 9)
+    shown = await t.ok("st", "!reroll")
+    assert "Guard: Willpower [..] → [/.]" in shown and "Mentor" not in shown
+    [marked] = await changes(t)
+    assert marked.detail["character"] == "Guard" and marked.detail["npc"]
+    assert marked.detail["reason"] == "Willpower re-roll"
+    # a quick NPC (no sheet) has no Willpower to mark, and the Storyteller's own is untouched
+    t.faces(1, 9, 9)
+    await t.ok("st", "!npc roll Ghoul 3 0 2")
+    t.faces(9)
+    assert "Willpower [" not in await t.ok("st", "!reroll")
+    await t.ok("st", "!sheet Mentor")
+    assert "Willpower [..]" in await t.ok("st", "!sheet Mentor")

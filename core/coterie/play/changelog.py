@@ -112,3 +112,20 @@ async def log_moves(
         else:
             await ctx.store.log_roll(record)
     return len(moves)
+
+
+async def last_roll(ctx: CommandContext) -> RollRecord | None:
+    """The caller's latest roll of dice in the room (tracker changes skipped), as logged."""
+    for record in await ctx.app.state.rolls(ctx.message.room_key, limit=10, user=ctx.message.user):
+        if record.is_roll:
+            return record
+    return None
+
+
+def npc_rolled(record: RollRecord) -> str | None:
+    """The NPC a logged ``!npc roll NAME …`` was rolled for (its name as written), else
+    ``None``."""
+    words = record.request.split()
+    if len(words) >= 3 and words[0].lstrip("!/.").lower() == "npc" and words[1] == "roll":
+        return words[2]
+    return None

@@ -27,6 +27,7 @@ from coterie.framework.commands import (
 )
 from coterie.framework.grammar import Parsed, shorten, tokens
 from coterie.hookimpl import hookimpl
+from coterie.play.changelog import last_roll
 from coterie.play.npcs import (
     macro_args,
     npc_macro_command,
@@ -44,7 +45,7 @@ from coterie.play.rooms import (
     mentions,
     require_storyteller,
 )
-from coterie.play.trackers import TRACKER_COMMANDS
+from coterie.play.trackers import REROLLS, TRACKER_COMMANDS
 from coterie.render.elements import BR, Node, Private, Reply, Text, bold, code, italic
 from coterie.render.serialize import nodes_from_json, nodes_to_json
 from coterie.storage.state import RoomState
@@ -147,6 +148,20 @@ async def _secret_roll(ctx: CommandContext, usage: str | None) -> Reply:
     if shown.is_error:  # pragma: no cover - roll_reply raises rather than answering errors
         return shown
     return await secret_reply(ctx, shown.body, who=ctx.message.display_name, what="roll")
+
+
+@hookimpl
+async def coterie_roll_settled(ctx: CommandContext, outcome: Any) -> None:
+    """A re-roll (v5's ``!reroll``) of a secret roll would show it to the room: refused until
+    the roll is revealed (nothing is rolled, nothing changes)."""
+    if ctx.line.command not in REROLLS:
+        return
+    last = await last_roll(ctx)
+    if last is not None and last.detail.get("secret") and not await revealed(ctx, last.id):
+        raise UsageError(
+            f"your last roll ({shown_id(last.id)}) is secret: a re-roll would show it to the "
+            f"room. `{ctx.settings.prefix}reveal {shown_id(last.id)}` first, or roll again"
+        )
 
 
 # --- !reveal --------------------------------------------------------------------------------------

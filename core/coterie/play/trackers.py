@@ -17,6 +17,7 @@ from coterie.framework.grammar import number, shorten, tokens
 from coterie.framework.variant import Outcome
 from coterie.hookimpl import hookimpl
 from coterie.play import sheets
+from coterie.play.changelog import last_roll, npc_rolled
 from coterie.play.characters import _target
 from coterie.play.roster import (
     NPC_OWNER,
@@ -33,6 +34,9 @@ from coterie.render.elements import BR, Node, Text, bold
 
 #: commands whose rolls are not the caller's character's (#20's NPC rolls)
 NOT_THE_ROLLERS = frozenset({"npc"})
+#: commands that roll the caller's last roll again (v5's Willpower re-roll): after an NPC's
+#: roll, what they move is the NPC's
+REROLLS = frozenset({"reroll"})
 _CHANGE = re.compile(r"([+-]?)([0-9]+)")
 #: the tracker command words and the tracker names they look for
 TRACKER_COMMANDS = {
@@ -222,6 +226,11 @@ async def coterie_roll_settled(ctx: CommandContext, outcome: Outcome) -> None:
         found = await find_npc(ctx, str(sheet["name"]))
         if found is None:
             return
+    elif ctx.line.command in REROLLS and (last := await last_roll(ctx)) and npc_rolled(last):
+        # a re-roll of the Storyteller's last roll, made for an NPC: the NPC pays for it
+        found = await find_npc(ctx, npc_rolled(last) or "")
+        if found is None:
+            return  # a quick NPC: nothing to mark
     else:
         try:
             found = await find(ctx)
