@@ -270,9 +270,17 @@ async def test_players_cannot_move_npc_trackers_or_macros_and_nothing_changes() 
         "!npc heal Guard 1",
         "!npc macro Guard add spot = Wits+Awareness 3",
         "!npc macro Guard list",
-        "!hunger +1 for Guard",
     ):
         assert "only" in await t.error("alice", text), text
+    # the players' commands never reach an NPC: not even its existence shows to a player
+    for text in ("!hunger +1 for Guard", "!sheet Guard", "!damage 1 for Guard"):
+        assert 'no character "Guard"' in await t.error("alice", text), text
+    # nor do they show it to the room for the Storyteller: the `!npc` commands keep it private
+    assert "Guard is an NPC: `!npc sheet NAME`" in await t.error("st", "!sheet Guard")
+    assert "is an NPC" in await t.error("st", "!hunger +1 for Guard")
+    await t.ok("alice", "!char new Alex")
+    listed = await t.ok("st", "!char list")
+    assert "Alex" in listed and "Guard" not in listed
     assert "no NPC" in await t.error("st", "!npc hunger Nobody +1")
     assert "is not a change" in await t.error("st", "!npc hunger Guard lots")
     assert "how much?" in await t.error("st", "!npc damage Guard")

@@ -19,7 +19,15 @@ from coterie.framework.grammar import shorten, suggest, tokens
 from coterie.hookimpl import hookimpl
 from coterie.play import sheets
 from coterie.play.changelog import log_moves
-from coterie.play.roster import Found, chronicle_of, find, has_sheets, save, template_of
+from coterie.play.roster import (
+    NPC_OWNER,
+    Found,
+    chronicle_of,
+    find,
+    has_sheets,
+    save,
+    template_of,
+)
 from coterie.render.elements import BR, Node, Private, Reply, Text, bold, code
 from coterie.storage import characters as store
 
@@ -179,8 +187,8 @@ async def _list(ctx: CommandContext) -> list[Node]:
     everyone = await is_storyteller(ctx)
     lines: list[Node] = []
     for owner, record in await store.players(ctx.store, chronicle):
-        if owner != ctx.message.user and not everyone:
-            continue
+        if (owner != ctx.message.user and not everyone) or owner == NPC_OWNER:
+            continue  # (NPCs are listed by `!npc list`, privately)
         for key, sheet in record["chars"].items():
             star = "★ " if record.get("active") == key else ""
             lines += [BR, Text(f"{star}"), bold(sheet["name"])]

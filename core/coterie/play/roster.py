@@ -111,7 +111,7 @@ async def find(ctx: CommandContext, who: str | None = None, *, edit: bool = Fals
     if is_mention(who):
         wanted = mention_key(who)
         for owner, record in await store.players(ctx.store, chronicle):
-            if not record["chars"]:
+            if not record["chars"] or owner == NPC_OWNER:
                 continue
             first = next(iter(record["chars"].values()))
             if names_person(wanted, owner, first.get("owner_name")):
@@ -125,10 +125,17 @@ async def find(ctx: CommandContext, who: str | None = None, *, edit: bool = Fals
     if key is not None:
         return _found(me, mine, key)
     for owner, record in await store.players(ctx.store, chronicle):
+        if owner == NPC_OWNER:  # NPCs are the `!npc` commands' (shown privately), never here
+            continue
         key = _by_name(record, who)
         if key is not None and owner != me:
             await _require_storyteller(ctx, edit)
             return _found(owner, record, key)
+    if await is_storyteller(ctx) and await find_npc(ctx, who) is not None:
+        raise UsageError(
+            f"{shorten_request(who, 40)} is an NPC: `!npc sheet NAME`, `!npc hunger NAME +1`, "
+            "`!npc damage NAME 2` … keep it private"
+        )
     raise UsageError(f'no character "{shorten_request(who, 40)}" in this chronicle')
 
 
