@@ -282,12 +282,21 @@ async def test_players_cannot_move_npc_trackers_or_macros_and_nothing_changes() 
     listed = await t.ok("st", "!char list")
     assert "Alex" in listed and "Guard" not in listed
     assert "no NPC" in await t.error("st", "!npc hunger Nobody +1")
-    assert "is not a change" in await t.error("st", "!npc hunger Guard lots")
-    assert "how much?" in await t.error("st", "!npc damage Guard")
-    assert "Hunger goes from 0 to 5" in await t.error("st", "!npc hunger Guard +9")
+    # a refusal about a hidden NPC tells the room nothing of it (its Hunger is 1 here)
+    refused = "⚠ That NPC command was refused: the reason was sent privately."
+    for text, why in (
+        ("!npc hunger Guard lots", "is not a change"),
+        ("!npc damage Guard", "how much?"),
+        ("!npc hunger Guard +9", "Guard's Hunger goes from 0 to 5: 1 + 9 would be 10"),
+    ):
+        assert await t.error("st", text) == refused, text
+        assert why in private_text(t.last, "st"), text
+    # with NPCs shown openly, the refusal is an ordinary one
+    assert "1 + 9 would be 10" in await t.error("st", "!npc hunger Guard +9 public")
     t2 = await claimed("revised")
     await t2.ok("st", "!npc new Guard")
-    assert "no Hunger track" in await t2.error("st", "!npc hunger Guard +1")
+    assert await t2.error("st", "!npc hunger Guard +1") == refused
+    assert "no Hunger track" in private_text(t2.last, "st")
 
 
 async def test_a_secret_npc_roll_moves_its_trackers_in_secret_until_revealed() -> None:
@@ -355,7 +364,8 @@ async def test_npc_macros_are_kept_privately_and_rolled_by_name() -> None:
     shown = await t.ok("st", "!npc roll Guard spot diff 8 public")
     assert "difficulty 8" in shown and "Guard" in shown
     # a macro obeys the rules when it is made; a Trait's name can't be one
-    assert "did you mean" in (await t.error("st", "!npc macro Guard add x = Witts 6")).lower()
+    assert "refused" in await t.error("st", "!npc macro Guard add x = Witts 6")
+    assert "did you mean" in private_text(t.last, "st").lower()
     assert "reads as a Trait" in await t.error("st", "!npc macro Guard add wits = Wits 6")
     await t.ok("st", "!npc macro Guard del spot")
     await t.ok("st", "!npc macro Guard list")

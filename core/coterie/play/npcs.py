@@ -109,10 +109,15 @@ async def npc_tracker_command(
     privately, and its log entries are secret."""
     template = template_of(ctx)
     found = await _npc(ctx, action, words)
-    if action in ("damage", "heal"):
-        body = await damage_on(ctx, template, found, action, words[1:], secret=hidden)
-    else:
-        body = await tracker_on(ctx, template, found, action, words[1:], secret=hidden)
+    try:
+        if action in ("damage", "heal"):
+            body = await damage_on(ctx, template, found, action, words[1:], secret=hidden)
+        else:
+            body = await tracker_on(ctx, template, found, action, words[1:], secret=hidden)
+    except UsageError as error:  # (raised before anything is written)
+        if not hidden:
+            raise
+        return refused_privately(ctx, error)  # "Hunger 1 + 9 would be 10" tells its Hunger
     if not hidden:
         return body
     room = "An NPC's tracker changed." if len(words) > 1 else "An NPC's tracker was sent privately."
@@ -160,7 +165,10 @@ async def npc_macro_command(ctx: CommandContext, words: list[str]) -> Reply:
         trial = replace(ctx, line=replace(ctx.line, args=roll), resolver=None, notes=[])
         trial.resolver = SheetPools(trial, template, sheet)
         trial.secret = True  # a trial: nothing of the pool is shown
-        parse_requests(trial)
+        try:
+            parse_requests(trial)
+        except UsageError as error:  # ("Guard is Hurt …" tells its wounds) nothing written yet
+            return refused_privately(ctx, error)
         sheet["macros"][macro_name] = {"args": roll, "comment": ctx.line.comment}
         comment = f" # {ctx.line.comment}" if ctx.line.comment else ""
         what = f"macro {macro_name} = {roll}{comment}"
@@ -168,6 +176,21 @@ async def npc_macro_command(ctx: CommandContext, words: list[str]) -> Reply:
         raise UsageError(f"`!npc macro {name}` takes list, add or del, not `{shorten(action)}`")
     await save(ctx, found, f"{name}: {what}", secret=True)
     return _private(ctx, [bold(name), Text(f": {what}")], "An NPC's macros changed.")
+
+
+def refused_privately(ctx: CommandContext, error: UsageError) -> Reply:
+    """A refusal that would tell something of a hidden NPC's sheet (its Hunger out of range,
+    its wounds emptying a pool): the room learns only that the command was refused, the
+    Storyteller why. Used only where the error is raised before anything is written (the NPC
+    commands check everything first), so nothing changed, as for any refusal."""
+    why: list[Node] = [Text(f"⚠ {error.message}")]
+    if error.hint:
+        why += [BR, Text(error.hint)]
+    if error.usage:
+        why += [BR, Text("Usage: "), code(error.usage)]
+    part = Private(ctx.message.user, why, ctx.message.display_name)
+    room: list[Node] = [Text("⚠ That NPC command was refused: the reason was sent privately.")]
+    return Reply(room, kind="error", private=[part])
 
 
 def _names_trait(template: Any, sheet: dict[str, Any], word: str) -> bool:

@@ -34,6 +34,7 @@ from coterie.play.npcs import (
     npc_sheet_command,
     npc_tracker_command,
     read_from,
+    refused_privately,
     sheet_of,
 )
 from coterie.play.rooms import (
@@ -414,7 +415,12 @@ async def npc(ctx: CommandContext) -> Reply | list[Node]:
     secret = secret_asked or (not public and bool(await state.get("npc_secret", True)))
     ctx.line = replace(ctx.line, args=args, comment=comment)
     ctx.secret = secret  # before the pools are read: a secret pool's makeup stays private
-    requests = parse_requests(ctx, usage=NPC_USAGE)
+    try:
+        requests = parse_requests(ctx, usage=NPC_USAGE)
+    except UsageError as error:  # (nothing is rolled yet) what it tells of the sheet is secret
+        if not secret or sheet is None:
+            raise
+        return refused_privately(ctx, error)
     outcomes = [await ctx.roll(request) for request in requests]
     full = ctx.variant.compose(outcomes, who, ctx.line.comment)
     if not secret:
