@@ -477,3 +477,15 @@ async def test_a_reroll_of_an_npc_roll_marks_the_npcs_willpower_not_the_storytel
     assert "Willpower [" not in await t.ok("st", "!reroll")
     await t.ok("st", "!sheet Mentor")
     assert "Willpower [..]" in await t.ok("st", "!sheet Mentor")
+
+
+async def test_a_secret_npc_roll_its_wounds_forbid_is_refused_privately() -> None:
+    t = await claimed("revised")
+    await t.ok("st", "!npc new Guard")
+    await t.ok("st", "!npc damage Guard 7 lethal")
+    room = await t.error("st", "!npc roll Guard Strength 6")
+    assert room == "⚠ That NPC command was refused: the reason was sent privately."
+    assert "Guard is Incapacitated" in private_text(t.last, "st")
+    assert "Guard is Incapacitated" in await t.error("st", "!npc roll Guard Strength 6 public")
+    # a quick NPC's error tells nothing of a sheet: an ordinary one
+    assert "refused" not in await t.error("st", "!npc roll Ghoul x 6")
