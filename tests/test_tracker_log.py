@@ -489,3 +489,13 @@ async def test_a_secret_npc_roll_its_wounds_forbid_is_refused_privately() -> Non
     assert "Guard is Incapacitated" in await t.error("st", "!npc roll Guard Strength 6 public")
     # a quick NPC's error tells nothing of a sheet: an ordinary one
     assert "refused" not in await t.error("st", "!npc roll Ghoul x 6")
+
+
+async def test_the_storyteller_deletes_an_npc_after_confirming_privately() -> None:
+    t = await claimed("revised")
+    await t.ok("st", "!npc new Guard")
+    asked = await t.ok("st", "!npc delete Guard")
+    assert "Guard" not in asked and "!npc delete Guard confirm" in private_text(t.last, "st")
+    assert await t.ok("st", "!npc delete guard confirm") == "An NPC was deleted."
+    assert "no NPC" in await t.error("st", "!npc sheet Guard")
+    assert "only the Storyteller" in await t.error("alice", "!npc delete Guard confirm")

@@ -76,8 +76,19 @@ async def npc_sheet_command(ctx: CommandContext, action: str, words: list[str]) 
             [Text("NPC "), bold(name), Text(" made: `!npc set NAME Trait N …` fills the sheet.")],
             "An NPC was made (its sheet is the Storyteller's).",
         )
-    found = await _npc(ctx, action, words)
+    confirm = action == "delete" and len(words) > 1 and words[-1].lower() == "confirm"
+    found = await _npc(ctx, action, words[:-1] if confirm else words)
     sheet = found.sheet
+    if action == "delete":
+        if not confirm:
+            body: list[Node] = [
+                Text(f"Delete the NPC {found.name} for good? Send "),
+                code(f"{ctx.settings.prefix}npc delete {found.name} confirm"),
+            ]
+            return _private(ctx, body, "Deleting an NPC waits for the Storyteller's confirmation.")
+        del found.record["chars"][found.key]
+        await store.save_player(ctx.store, chronicle, NPC_OWNER, found.record)
+        return _private(ctx, [bold(found.name), Text(" is deleted.")], "An NPC was deleted.")
     if action == "sheet":
         body = render(template, sheet, variant=ctx.variant, settings=ctx.settings)
         return _private(ctx, body, "The sheet of an NPC was sent privately.")

@@ -69,10 +69,10 @@ ANSWER_USAGE = "!answer [POOL]"
 NPC_USAGE = (
     "!npc roll NAME POOL|MACRO [DIFFICULTY] [options] | new NAME | set NAME TRAIT N … | "
     "sheet NAME | list | hunger|wp|… NAME [N|+N|-N] | damage|heal NAME N [KIND] | "
-    "macro NAME [list | add MACRO = ROLL | del MACRO] | secret on|off"
+    "macro NAME [list | add MACRO = ROLL | del MACRO] | delete NAME | secret on|off"
 )
 #: the ``!npc`` actions on NPCs' sheets (:mod:`coterie.play.npcs`)
-NPC_SHEET_ACTIONS = ("new", "set", "add", "remove", "spec", "unspec", "sheet", "list")
+NPC_SHEET_ACTIONS = ("new", "set", "add", "remove", "spec", "unspec", "sheet", "list", "delete")
 #: the ``!npc`` actions moving an NPC's trackers: the players' tracker commands
 NPC_TRACKER_ACTIONS = frozenset({*TRACKER_COMMANDS, "damage", "heal"})
 
