@@ -147,8 +147,22 @@ async def test_stats_counts_no_tracker_change_as_a_roll() -> None:
     await t.ok("alice", "!damage 1")
     assert len(await entries(t)) == 4
     stats = await t.ok("bob", "!stats")
-    assert "(1 rolls in this room)" in stats and "Alice: 1 roll," in stats
-    assert "1 total failure" not in stats or "0 successes" in stats
+    assert stats == (
+        "Dice statistics (1 rolls in this room)\n"
+        "Alice: 1 roll, 0 successes; 0 vs 0.5 expected over 1 roll (0% of expected), "
+        "0 bestial failures, 0 messy criticals, 0 total failures"
+    )
+    # a roll that spent a point (wp: an automatic success) is one roll; the spend is no roll
+    t3 = await claimed("revised")
+    await t3.ok("alice", "!char new Alex")
+    await t3.ok("alice", "!char set Willpower 2")
+    t3.faces(1, 1, 1)
+    await t3.ok("alice", "!roll 3 6 wp")
+    assert len(await changes(t3)) == 1
+    assert await t3.ok("bob", "!stats") == (
+        "Dice statistics (1 rolls in this room)\n"
+        "Alice: 1 roll, 1 success; 1 vs 2.3 expected over 1 roll (44% of expected), 0 botches"
+    )
     # a tracker change alone is no roll to count
     t2 = await claimed("v5")
     await t2.ok("alice", "!char new Alex")
