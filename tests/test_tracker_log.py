@@ -342,7 +342,7 @@ async def test_a_secret_npc_roll_moves_its_trackers_in_secret_until_revealed() -
         ("v5", "Wits+Awareness 3", "Wits 3 Awareness 2", (8, 8, 8, 2, 1), "5 dice", "Hunger 1"),
         ("laia", "Wits+Awareness 6", "Wits 3 Awareness 2", (8, 8, 8, 2, 1), "5 dice", ""),
         ("crossover", "Wits+Alertness 6", "Wits 3 Alertness 2", (8, 8, 8, 2, 1), "5 dice", ""),
-        ("d6", "Mental 4", "Mental 3", (5, 5, 5), "3", ""),
+        ("d6", "Mental 4", "Mental 3", (5, 5, 5), "Mental 3: 3 dice", ""),
     ],
 )
 async def test_npc_rolls_read_trait_names_from_the_sheet_in_every_rule_set(
