@@ -4,7 +4,12 @@ sheet (the same templates, ranges and pool rules as players' characters, :mod:`c
 characters`). NPC sheets belong to the chronicle, kept as the characters of one pseudo-player
 (:data:`NPC_OWNER`); only the Storyteller reads or changes them, and what the room could see of them
 goes to the Storyteller privately. Quick rolls for NPCs without a sheet stay in
-:mod:`coterie.play.storyteller`, which asks here first."""
+:mod:`coterie.play.storyteller`, which asks here first.
+
+NPCs keep trackers and macros as players' characters do (#20): ``!npc hunger|wp|… NAME [N|+N|-N]``
+and ``!npc damage|heal NAME N …`` run the players' tracker code (:mod:`coterie.play.trackers`) on
+the NPC, privately while NPCs are secret in the room, logged (secret) and undoable;
+``!npc macro NAME add|list|del`` keeps saved rolls, rolled with ``!npc roll NAME MACRO``."""
 
 from __future__ import annotations
 
