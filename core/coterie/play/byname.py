@@ -49,6 +49,53 @@ def _has_letter(word: str) -> bool:
     return any(ch.isalpha() for ch in word)
 
 
+def canonical(template: CharacterTemplate, sheet: dict[str, Any], token: str) -> str:
+    """A pool of Trait names written with the names the sheet knows them by:
+    ``wits+street.slum+1`` → ``Wits+Streetwise.Slums+1`` (a specialty by the sheet's own name when
+    one matches). Errors as :meth:`SheetPools.read` gives them (an unknown or ambiguous name)."""
+    out: list[str] = []
+    for match in _PART.finditer(token):
+        sign, part = match.group(1), match.group(2)
+        if part.isdigit():
+            out.append(sign + part)
+            continue
+        word, dot, special = part.partition(".")
+        name = template.find(word, sheet["custom"])
+        if dot:
+            known = sheet["specialties"].get(name, [])
+            matching = [s for s in known if fold(s).startswith(fold(special))]
+            special = matching[0] if len(matching) == 1 else special
+        out.append(sign + name + (dot + special if dot else ""))
+    return "".join(out)
+
+
+def canonical_roll(
+    grammar: Any, template: CharacterTemplate, sheet: dict[str, Any], roll: str
+) -> str:
+    """A roll's arguments with each pool written by Trait name (the first word of each roll
+    between ``;``) in :func:`canonical` form; numbers, options and comments as they were."""
+    segments = []
+    changed = False
+    for segment in roll.split(";"):
+        words = tokens(segment)
+        if words and _by_name(grammar, words[0]):
+            first = canonical(template, sheet, words[0])
+            changed = changed or first != words[0]
+            words[0] = first
+        segments.append(" ".join(words))
+    return "; ".join(segments) if changed else roll
+
+
+def _by_name(grammar: Any, word: str) -> bool:
+    """Whether a roll's first word is a pool of Trait names (not numbers, not an option)."""
+    low = word.lower()
+    return (
+        _has_letter(low)
+        and not _NUMBERS.fullmatch(low)
+        and grammar.option(low.partition("=")[0]) is None
+    )
+
+
 class SheetPools:
     """Reads pools of Trait names from one character (a :class:`~coterie.framework.commands.
     PoolResolver`)."""
@@ -240,12 +287,7 @@ def _wants_sheet(ctx: CommandContext, template: CharacterTemplate) -> tuple[bool
         words = tokens(segment)
         if not words:
             continue
-        first = words[0].lower()
-        if (
-            _has_letter(first)
-            and not _NUMBERS.fullmatch(first)
-            and grammar.option(first.partition("=")[0]) is None
-        ):
+        if _by_name(grammar, words[0]):
             by_name = True
         if spending and any(w.lower() in spending for w in words):
             spends = True

@@ -104,12 +104,14 @@ async def macro_command(ctx: CommandContext) -> list[Node]:
     roll = " ".join(roll.split())
     # checked now, as it will be rolled: a macro obeys the same rules as typing it out
     trial = replace(ctx, line=replace(ctx.line, args=roll), resolver=None, notes=[])
-    from coterie.play.byname import SheetPools, _wants_sheet
+    from coterie.play.byname import SheetPools, _wants_sheet, canonical_roll
 
     by_name, spends = _wants_sheet(trial, _template(ctx))
     if by_name or spends:
         trial.resolver = SheetPools(trial, _template(ctx), sheet)
     parse_requests(trial)
+    if by_name:  # kept by the names the sheet knows (`wits+street` → `Wits+Streetwise`)
+        roll = canonical_roll(ctx.variant.grammar, _template(ctx), sheet, roll)
     sheet["macros"][name] = {"args": roll, "comment": ctx.line.comment}
     comment = f" # {ctx.line.comment}" if ctx.line.comment else ""
     what = f"macro {prefix}{name} = {roll}{comment}"
