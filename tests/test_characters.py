@@ -273,11 +273,12 @@ async def test_tracker_commands_reply_old_to_new_and_undo_walks_back() -> None:
     app = app_with("v5")
     await say(app, "!char new Lise")
     assert await say(app, "!hunger +2") == "Lise: Hunger 1/5 → 3/5"
-    assert await say(app, "!stains 2") == "Lise: Stains 0 → 2"
-    assert await say(app, "!humanity -1") == "Lise: Humanity 7 → 6"
+    assert await say(app, "!stains 2") == "Lise: Stains 0/3 → 2/3"
+    # a change of Humanity clears the Stains (docs/rules/v5.md)
+    assert await say(app, "!humanity -1") == "Lise: Humanity 7 → 6; Stains 2/3 → 0/4"
     assert await say(app, "!hunger") == "Lise: Hunger 3/5"
     assert (await say(app, "!undo")).startswith("Undone: Lise: Humanity 7 → 6")
-    assert (await say(app, "!undo")).startswith("Undone: Lise: Stains 0 → 2")
+    assert (await say(app, "!undo")).startswith("Undone: Lise: Stains 0/3 → 2/3")
     assert await say(app, "!hunger") == "Lise: Hunger 3/5"
     before = await snapshot(app)
     assert "goes from 0 to 5" in await say(app, "!hunger +3")

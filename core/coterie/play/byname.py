@@ -244,6 +244,15 @@ class SheetPools:
                 if sheets.undamaged(template, sheet, tracker) == 0:
                     out.append(PoolTerm(health.impairment, -1, "impaired", modifier=True))
                     break
+        rule = template.degeneration
+        # Stains overlapping Humanity impair every pool (docs/rules/v5.md, reading chosen);
+        # one impairment, not two
+        if (
+            rule is not None
+            and sheets.degenerating(template, sheet)
+            and not any(term.trait == "impaired" for term in out)
+        ):
+            out.append(PoolTerm(rule.impairment, -1, "impaired", modifier=True))
         return out
 
     def check(self, parsed: Parsed) -> None:

@@ -94,9 +94,14 @@ def _set(template: CharacterTemplate, sheet: dict[str, Any], pairs: list[Any]) -
             tracker = None
         if tracker is not None:
             before = sheets.tracker_text(template, sheet, tracker)
-            _set_tracker(template, sheet, tracker, value)
+            extra = ""
+            if tracker.kind == "level":  # the Stains rules (v5): overflow, Humanity clears
+                _set_tracker(template, {"trackers": {}}, tracker, value)  # the range check
+                extra = sheets.set_level(template, sheet, tracker, value)
+            else:
+                _set_tracker(template, sheet, tracker, value)
             changed.append(
-                f"{tracker.name} {before} → {sheets.tracker_text(template, sheet, tracker)}"
+                f"{tracker.name} {before} → {sheets.tracker_text(template, sheet, tracker)}{extra}"
             )
             continue
         old = sheets.rating(template, sheet, name)
@@ -295,7 +300,11 @@ def _import_tracker(
     tracker = template.tracker(name)
     if tracker is None or tracker.name != name or not isinstance(state, dict):
         raise bad(f"no tracker `{shorten(name)}` in {template.variant}")
-    allowed = {"points": {"current", "max"}, "level": {"value"}, "boxes": {"marks", "size"}}
+    allowed = {
+        "points": {"current", "max"},
+        "level": {"value", "overlap"},
+        "boxes": {"marks", "size"},
+    }
     extra = set(state) - allowed[tracker.kind]
     if extra:
         raise bad(f"{name}: unknown key `{shorten(sorted(extra)[0])}`")
@@ -310,6 +319,11 @@ def _import_tracker(
         target["current"] = current
     if tracker.kind == "level" and "value" in state:
         _set_tracker(template, sheet, tracker, _whole(state["value"], bad))
+    if tracker.kind == "level" and state.get("overlap"):
+        rule = template.degeneration
+        if rule is None or tracker.name != rule.stains or state["overlap"] is not True:
+            raise bad(f"{name}: `overlap` is only `true`, on Stains")
+        target["overlap"] = True
     if tracker.kind == "boxes" and "marks" in state:
         given = state["marks"]
         kinds = [k for k, _ in tracker.marks]
