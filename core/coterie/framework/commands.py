@@ -328,6 +328,8 @@ def parse_requests(
                     pool=resolver.read,
                     # a pool in numbers only reads as it always did, slots and all
                     preset=resolver.preset if any(c.isalpha() for c in words[0]) else None,
+                    # the other side of `vs`, named (`vs Guard Wits+Awareness`)
+                    versus=getattr(resolver, "versus", None),
                 )
                 resolver.check(parsed)
             parsed.comment = ctx.line.comment

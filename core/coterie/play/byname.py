@@ -10,6 +10,7 @@ die, v5's impairment, ``Trait.Specialty``. A pool written in numbers only never 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from coterie.errors import UsageError
@@ -18,7 +19,8 @@ from coterie.framework.commands import CommandContext
 from coterie.framework.grammar import Parsed, Pool, PoolTerm, number, shorten, tokens
 from coterie.hookimpl import hookimpl
 from coterie.play import sheets
-from coterie.play.roster import chronicle_of, templates
+from coterie.play.rooms import is_mention
+from coterie.play.roster import chronicle_of, opponent, templates
 from coterie.render.elements import BR, Text
 from coterie.storage import characters as store
 
@@ -96,7 +98,104 @@ def _by_name(grammar: Any, word: str) -> bool:
     )
 
 
-class SheetPools:
+_PLAIN = re.compile(r"[^\W\d_][\w'\-]{0,29}")
+
+
+def opponent_word(grammar: Any, after: list[str]) -> str | None:
+    """The character named right after ``vs`` (``vs Guard Wits+Awareness``, ``vs @bob 4``):
+    a mention, or a plain word followed by a pool of Trait names; else ``None``."""
+    if not after or grammar is None:
+        return None
+    first = after[0]
+    if is_mention(first):
+        return first
+    if (
+        len(after) > 1
+        and _PLAIN.fullmatch(first)
+        and grammar.option(first.lower()) is None
+        and _by_name(grammar, after[1])
+    ):
+        return first
+    return None
+
+
+def _opposed(ctx: CommandContext) -> tuple[list[str], bool]:
+    """(the characters named after ``vs``, whether any side after ``vs`` is written by name)
+    — decided without any read."""
+    grammar = ctx.variant.grammar.versus
+    if grammar is None or "vs" not in ctx.args.lower():
+        return [], False
+    names: list[str] = []
+    by_name = False
+    for segment in ctx.args.split(";"):
+        words = tokens(segment)
+        lowered = [w.lower() for w in words]
+        if "vs" not in lowered:
+            continue
+        after = words[lowered.index("vs") + 1 :]
+        who = opponent_word(grammar, after)
+        if who is not None:
+            names.append(who)
+            by_name = True
+        elif after and _by_name(grammar, after[0]):
+            by_name = True
+    return names, by_name
+
+
+Side = tuple[
+    list[str],
+    Callable[[str], Pool] | None,
+    Mapping[str, Any] | None,
+    Callable[[Parsed], None] | None,
+]
+
+
+class _Opposition:
+    """How the other side of ``vs`` reads: from the sheet named there (see
+    :class:`~coterie.framework.grammar.Opposition`)."""
+
+    ctx: CommandContext
+    #: the sheets named after ``vs``, read before parsing (by the word that names each)
+    opponents: dict[str, SheetPools]
+
+    def versus(self, words: list[str]) -> Side:
+        grammar = self.ctx.variant.grammar.versus
+        who = opponent_word(grammar, words)
+        if who is None or who not in self.opponents:
+            if words and _by_name(grammar, words[0]):
+                raise UsageError(
+                    f"whose `{shorten(words[0])}`? Name the other side: "
+                    f"`vs NAME {shorten(words[0])}` (a character or NPC) or `vs @user …`"
+                )
+            return words, None, None, None
+        side = self.opponents[who]
+        rest = words[1:]
+        if not rest:
+            raise UsageError(f"`vs {shorten(who)}` needs a pool after it, e.g. `Wits+Awareness`")
+        preset = side.preset if any(c.isalpha() for c in rest[0]) else None
+        return rest, side.read, preset, side.check
+
+
+class _NumbersOnly(_Opposition):
+    """A roll in numbers against a side named by its character (the roller needs no sheet)."""
+
+    def __init__(self, ctx: CommandContext) -> None:
+        self.ctx = ctx
+        self.preset: dict[str, Any] = {}
+        self.opponents = {}
+
+    def read(self, token: str) -> Pool:
+        prefix = self.ctx.settings.prefix
+        raise UsageError(
+            f"to roll `{shorten(token)}` by Trait name you need a character here: "
+            f"`{prefix}char new NAME` (or roll numbers, e.g. `3+2`)"
+        )
+
+    def check(self, parsed: Parsed) -> None:
+        return None
+
+
+class SheetPools(_Opposition):
     """Reads pools of Trait names from one character (a :class:`~coterie.framework.commands.
     PoolResolver`)."""
 
@@ -106,6 +205,7 @@ class SheetPools:
         self.template = template
         self.sheet = sheet
         self.ctx = ctx
+        self.opponents = {}
         self.specialty = False
         self.kind = kind = str(sheet.get("kind", ""))
         self.preset: dict[str, Any] = {}
@@ -304,13 +404,27 @@ def _wants_sheet(ctx: CommandContext, template: CharacterTemplate) -> tuple[bool
 
 
 @hookimpl
-async def coterie_pool_resolver(ctx: CommandContext) -> SheetPools | None:
+async def coterie_pool_resolver(ctx: CommandContext) -> SheetPools | _NumbersOnly | None:
     template = templates(ctx.app).get(ctx.variant.name)
     if template is None:
         return None
     by_name, spends = _wants_sheet(ctx, template)
-    if not by_name and not spends:
+    names, opposed = _opposed(ctx)
+    if not by_name and not spends and not opposed:
         return None
+    own = await _own(ctx, template, by_name, spends) if by_name or spends else None
+    if not opposed:
+        return own
+    resolver = own or _NumbersOnly(ctx)
+    for who in names:
+        resolver.opponents[who] = SheetPools(ctx, template, await opponent(ctx, who))
+    return resolver
+
+
+async def _own(
+    ctx: CommandContext, template: CharacterTemplate, by_name: bool, spends: bool
+) -> SheetPools | None:
+    """The reader of the caller's active character, ``None`` when the roll needs none."""
     record = await store.load_player(ctx.store, chronicle_of(ctx), ctx.message.user)
     active = record.get("active")
     sheet = record["chars"].get(active) if active else None

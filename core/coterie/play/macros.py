@@ -9,7 +9,13 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from coterie.errors import UsageError
-from coterie.framework.commands import Command, CommandContext, parse_requests, roll_reply
+from coterie.framework.commands import (
+    Command,
+    CommandContext,
+    find_resolver,
+    parse_requests,
+    roll_reply,
+)
 from coterie.framework.grammar import CommandLine, shorten, tokens
 from coterie.framework.message import Message
 from coterie.hookimpl import hookimpl
@@ -104,12 +110,11 @@ async def macro_command(ctx: CommandContext) -> list[Node]:
     roll = " ".join(roll.split())
     # checked now, as it will be rolled: a macro obeys the same rules as typing it out
     trial = replace(ctx, line=replace(ctx.line, args=roll), resolver=None, notes=[])
-    from coterie.play.byname import SheetPools, _wants_sheet, canonical_roll
+    from coterie.play.byname import _wants_sheet, canonical_roll
 
-    by_name, spends = _wants_sheet(trial, _template(ctx))
-    if by_name or spends:
-        trial.resolver = SheetPools(trial, _template(ctx), sheet)
+    await find_resolver(trial)  # the sheet, and any character named after `vs`
     parse_requests(trial)
+    by_name, _ = _wants_sheet(trial, _template(ctx))
     if by_name:  # kept by the names the sheet knows (`wits+street` → `Wits+Streetwise`)
         roll = canonical_roll(ctx.variant.grammar, _template(ctx), sheet, roll)
     sheet["macros"][name] = {"args": roll, "comment": ctx.line.comment}
