@@ -110,3 +110,39 @@ async def test_a_macro_may_oppose_by_name() -> None:
 
 def test_the_npc_owner_is_one() -> None:
     assert roster.NPC_OWNER == npcs.NPC_OWNER
+
+
+async def test_contest_and_resist_read_each_side_from_its_own_players_sheet() -> None:
+    app = await _table("v5")
+    await say(app, "!char set Dexterity 4 Athletics 1", user="bo")
+    await say(app, "!damage 4 superficial", user="bo")  # Bea's Health full: impaired Physical
+    text = await say(app, "!contest @bo Strength+Brawl")
+    assert text.startswith("Ana challenges bo") and "Strength" not in text
+    text = await say(app, "!resist Dexterity+Athletics", user="bo")
+    assert "Ana, 5 dice (strength 3+brawl 2), Hunger 1" in text
+    assert "Bo, 3 dice" in text
+    assert text.endswith(
+        "Al: Strength 3 + Brawl 2 = 5 dice\nBea: Dexterity 4 + Athletics 1 − 2 (Impaired) = 3 dice"
+    )
+    # numbers still answer a challenge by name, without a sheet
+    await say(app, "!contest @zed Str+Brawl")
+    assert "Zed, 3 dice" in await say(app, "!resist 3", user="zed")
+
+
+async def test_contests_by_name_without_a_sheet_are_refused_and_change_nothing() -> None:
+    app = await _table()
+    before = await snapshot(app)
+    text = await say(app, "!contest @bo Strength+Brawl", user="cy")
+    assert "`Strength+Brawl` names Traits, and you have no active character here" in text
+    assert "No contest is waiting" in await say(app, "!contest status")
+    await say(app, "!contest @zed Strength+Brawl")
+    text = await say(app, "!resist Dexterity+Athletics", user="zed")
+    assert "`Dexterity+Athletics` names Traits, and you have no active character here" in text
+    assert "waiting for zed" in await say(app, "!contest status")
+    text = await say(app, "!resist Dexterity+Brawl+Athletics", user="bo")
+    assert "nobody has challenged you here" in text
+    await say(app, "!contest @bo Strength+Brawl")
+    assert "adds 3 Traits" in await say(app, "!resist Dexterity+Brawl+Athletics", user="bo")
+    assert "waiting for bo" in await say(app, "!contest status")
+    assert await snapshot(app) == before
+    assert "Bea: Dexterity 4 + Athletics 1" in await say(app, "!resist Dex+Athletics", user="bo")
