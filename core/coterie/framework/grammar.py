@@ -293,18 +293,11 @@ def check_range(value: int, low: int | None, high: int | None, what: str) -> int
 
 #: reads a pool written with Trait names (``Strength+Brawl``) from a character sheet
 PoolReader = Callable[[str], Pool]
-#: how the other side of ``vs`` reads (a character named there, ``vs Guard Wits+Awareness``):
-#: given the words after ``vs``, the words left to parse, their pool reader, preset slots, and a
-#: last check of the parsed side (each may be ``None``)
-Opposition = Callable[
-    [list[str]],
-    tuple[
-        list[str],
-        PoolReader | None,
-        Mapping[str, int | str | bool | Pool] | None,
-        Callable[[Parsed], None] | None,
-    ],
-]
+_Preset = Mapping[str, int | str | bool | Pool]
+_Side = tuple[list[str], PoolReader | None, _Preset | None, Callable[[Parsed], None] | None]
+#: how the words after ``vs`` read when they name a character (``vs Guard Wits+Awareness``):
+#: given them, the words left, their pool reader, preset slots and a last check of the side
+Opposition = Callable[[list[str]], _Side]
 
 
 def parse(
@@ -352,13 +345,10 @@ def _parse(
             if not rest:
                 raise UsageError("`vs` needs the other side after it")
             # errors on the other side keep the whole command's usage line
-            if versus is None:
-                parsed.versus = _parse(rest, grammar.versus, max_options)
-                break
-            rest, side_reader, side_preset, side_check = versus(rest)
-            parsed.versus = _parse(rest, grammar.versus, max_options, side_reader, side_preset)
-            if side_check is not None:
-                side_check(parsed.versus)
+            side = versus(rest) if versus is not None else (rest, None, None, None)
+            parsed.versus = _parse(side[0], grammar.versus, max_options, side[1], side[2])
+            if side[3] is not None:
+                side[3](parsed.versus)
             break
         name, _, inline = word.partition("=")
         option = grammar.option(name)
