@@ -101,8 +101,11 @@ async def test_bad_opposition_by_name_is_refused_and_changes_nothing() -> None:
 
 async def test_a_macro_may_oppose_by_name() -> None:
     app = await _table()
-    assert await say(app, "!macro add grab = str+brawl 6 vs Guard Wits+Alertness") == (
+    assert await say(app, "!macro add grab = str+brawl 6 vs Guard wit+alert") == (
         "Al: macro !grab = Strength+Brawl 6 vs Guard Wits+Alertness"
+    )
+    assert await say(app, "!macro add dodge = 4 6 vs Guard wit+alert+1 7") == (
+        "Al: macro !dodge = 4 6 vs Guard Wits+Alertness+1 7"
     )
     assert "Guard: Wits 3 + Alertness 2 = 5 dice" in await say(app, "!grab")
     assert "no character or NPC" in await say(app, "!macro add bad = Strength 6 vs Gard Wits")

@@ -72,19 +72,29 @@ def canonical(template: CharacterTemplate, sheet: dict[str, Any], token: str) ->
 
 
 def canonical_roll(
-    grammar: Any, template: CharacterTemplate, sheet: dict[str, Any], roll: str
+    grammar: Any,
+    template: CharacterTemplate,
+    sheet: dict[str, Any] | None,
+    roll: str,
+    opponents: Mapping[str, SheetPools] | None = None,
 ) -> str:
     """A roll's arguments with each pool written by Trait name (the first word of each roll
-    between ``;``) in :func:`canonical` form; numbers, options and comments as they were."""
+    between ``;``, read from ``sheet``, and the pool after ``vs NAME``, read from the sheet of
+    ``opponents[NAME]``) in :func:`canonical` form; numbers, options and comments as they were."""
     segments = []
     changed = False
     for segment in roll.split(";"):
         words = tokens(segment)
-        if words and _by_name(grammar, words[0]):
-            first = canonical(template, sheet, words[0])
-            changed = changed or first != words[0]
-            words[0] = first
-        segments.append(" ".join(words))
+        if words and sheet is not None and _by_name(grammar, words[0]):
+            words[0] = canonical(template, sheet, words[0])
+        lowered = [w.lower() for w in words]
+        at = lowered.index("vs") + 1 if "vs" in lowered else len(words)
+        side = (opponents or {}).get(words[at]) if at < len(words) - 1 else None
+        if side is not None and _by_name(grammar.versus, words[at + 1]):
+            words[at + 1] = canonical(template, side.sheet, words[at + 1])
+        rewritten = " ".join(words)
+        changed = changed or rewritten != " ".join(tokens(segment))
+        segments.append(rewritten)
     return "; ".join(segments) if changed else roll
 
 

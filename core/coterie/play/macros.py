@@ -115,8 +115,10 @@ async def macro_command(ctx: CommandContext) -> list[Node]:
     await find_resolver(trial)  # the sheet, and any character named after `vs`
     parse_requests(trial)
     by_name, _ = _wants_sheet(trial, _template(ctx))
-    if by_name:  # kept by the names the sheet knows (`wits+street` → `Wits+Streetwise`)
-        roll = canonical_roll(ctx.variant.grammar, _template(ctx), sheet, roll)
+    # kept by the names the sheets know (`wits+street` → `Wits+Streetwise`, also after `vs NAME`)
+    opponents = getattr(trial.resolver, "opponents", None)
+    grammar = ctx.variant.grammar
+    roll = canonical_roll(grammar, _template(ctx), sheet if by_name else None, roll, opponents)
     sheet["macros"][name] = {"args": roll, "comment": ctx.line.comment}
     comment = f" # {ctx.line.comment}" if ctx.line.comment else ""
     what = f"macro {prefix}{name} = {roll}{comment}"
