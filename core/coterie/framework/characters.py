@@ -135,6 +135,19 @@ class Spend:
 
 
 @dataclass(frozen=True)
+class CharacterView:
+    """What a rule set's own command reads of the caller's active character
+    (``coterie_active_character``; ``!move`` in crossover reads Dexterity from it): its name,
+    every Trait's rating by canonical name (custom ones too), and the Health level with its dice
+    penalty (``None``: no action possible; ``""`` and 0 without a Health chart)."""
+
+    name: str
+    ratings: Mapping[str, int]
+    level: str = ""
+    penalty: int | None = 0
+
+
+@dataclass(frozen=True)
 class Degeneration:
     """Stains on a Humanity track (v5): ``stains`` share the ``boxes`` of the track with the
     ``humanity`` level tracker. A Stain that finds no empty box marks ``overflow`` damage

@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from coterie.errors import UsageError
-from coterie.framework.characters import CharacterTemplate, TrackerSpec, fold
+from coterie.framework.characters import CharacterTemplate, CharacterView, TrackerSpec, fold
 from coterie.framework.commands import CommandContext
 from coterie.framework.grammar import Parsed, Pool, PoolTerm, number, shorten, tokens
 from coterie.hookimpl import hookimpl
@@ -452,3 +452,19 @@ async def _own(
             "(or roll numbers, e.g. `3+2`)"
         )
     return SheetPools(ctx, template, sheet)
+
+
+@hookimpl
+async def coterie_active_character(ctx: CommandContext) -> CharacterView | None:
+    """The caller's active character as a rule set's own command reads it (one read)."""
+    template = templates(ctx.app).get(ctx.variant.name)
+    if template is None:
+        return None
+    record = await store.load_player(ctx.store, chronicle_of(ctx), ctx.message.user)
+    sheet = record["chars"].get(record.get("active") or "")
+    if sheet is None:
+        return None
+    names = [spec.name for spec in template.traits.values()] + list(sheet["custom"])
+    level, penalty = sheets.wound_penalty(template, sheet)
+    ratings = {name: sheets.rating(template, sheet, name) for name in names}
+    return CharacterView(str(sheet["name"]), ratings, level, penalty)
