@@ -116,4 +116,8 @@ async def test_an_overlap_survives_export_and_import_and_a_bad_one_is_refused() 
     hunger = '"Hunger":{"value":1,"overlap":true},"Stains":{'
     bad = exported.replace('"Stains":{', hunger).replace('"Lise"', '"Lou"')
     assert "`overlap` is only `true`, on Stains" in await say(other, f"!char import {bad}")
+    bad = exported.replace('"value":3', '"value":5').replace('"Lise"', '"Lou"')
+    assert "Stains must fit the 3 boxes Humanity leaves free" in await say(
+        other, f"!char import {bad}"
+    )
     assert await snapshot(other) == before

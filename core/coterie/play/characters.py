@@ -277,6 +277,11 @@ def validate(template: CharacterTemplate, data: Any, owner: str, owner_name: str
             sheet["specialties"][canonical] = specs[:10]
         for tname, state in data.get("trackers", {}).items():
             _import_tracker(template, sheet, tname, state, bad)
+        rule = template.degeneration
+        if rule is not None and sheet["trackers"].get(rule.stains, {}).get("value", 0) > (
+            room := sheets.stain_room(template, sheet)
+        ):
+            raise bad(f"{rule.stains} must fit the {room} boxes {rule.humanity} leaves free")
         for mname, macro in data.get("macros", {}).items():
             if (
                 not sheets.MACRO.fullmatch(str(mname))
