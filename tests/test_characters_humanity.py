@@ -121,3 +121,14 @@ async def test_an_overlap_survives_export_and_import_and_a_bad_one_is_refused() 
         other, f"!char import {bad}"
     )
     assert await snapshot(other) == before
+
+
+async def test_a_remorse_roll_that_takes_the_last_point_of_humanity_says_so() -> None:
+    app = app_with("v5", [1] * 8)
+    await say(app, "!char new Lise")
+    await say(app, "!humanity 1")
+    await say(app, "!stains 1")
+    text = await say(app, "!remorse")  # 10 − 1 − 1 = 8 dice, no success
+    assert "8 dice (humanity 8), Difficulty 1" in text
+    assert "Humanity 1 → 0; Stains 1/9 → 0/10" in text
+    assert text.endswith("Lise has no Humanity left: the Beast has won.")
