@@ -3,7 +3,9 @@
 The rules come from the room's rule set
 (:meth:`~coterie.framework.variant.Variant.prepare_contest`), and so do the usage lines (a V5
 pool takes Hunger, a revised one a difficulty). Each side's dice are settled and logged as its own
-player's (:class:`~coterie.framework.commands.ContestSides`). A built-in plugin."""
+player's (:class:`~coterie.framework.commands.ContestSides`); a pool written by Trait name
+(``!contest @bob Strength+Brawl``, ``!resist Dex+Athletics``) is read from that player's active
+character when the answer is rolled. A built-in plugin."""
 
 from __future__ import annotations
 
