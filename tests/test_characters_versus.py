@@ -149,3 +149,11 @@ async def test_contests_by_name_without_a_sheet_are_refused_and_change_nothing()
     assert "waiting for bo" in await say(app, "!contest status")
     assert await snapshot(app) == before
     assert "Bea: Dexterity 4 + Athletics 1" in await say(app, "!resist Dex+Athletics", user="bo")
+
+
+async def test_an_npc_roll_by_name_opposes_a_named_character() -> None:
+    app = await _table()
+    text = await say(app, "!npc roll Guard Wits+Alertness 6 public vs Bea Dex+Athletics", user="st")
+    assert "Opposed: 5 dice" in text
+    assert "Guard: Wits 3 + Alertness 2 = 5 dice" in text
+    assert "Bea: Dexterity 4 + Athletics 1 = 5 dice" in text

@@ -418,8 +418,12 @@ async def coterie_pool_resolver(ctx: CommandContext) -> SheetPools | _NumbersOnl
     template = templates(ctx.app).get(ctx.variant.name)
     if template is None:
         return None
-    by_name, spends = _wants_sheet(ctx, template)
     names, opposed = _opposed(ctx)
+    if isinstance(ctx.resolver, _Opposition):  # set by the command (an NPC's sheet): complete it
+        for who in names:
+            ctx.resolver.opponents[who] = SheetPools(ctx, template, await opponent(ctx, who))
+        return None
+    by_name, spends = _wants_sheet(ctx, template)
     if not by_name and not spends and not opposed:
         return None
     own = await _own(ctx, template, by_name, spends) if by_name or spends else None
