@@ -429,12 +429,14 @@ async def test_tracker_entries_on_sqlite_and_postgresql_chain_under_concurrency(
         first, second = app_on(one), app_on(two)
         await store_say(first, "!char new Lise")
         await store_say(first, "!stains 0")
+        await store_say(first, "!humanity 0")  # ten boxes free for Stains (v5: they share it)
         jobs = [store_say(first if i % 2 else second, "!stains +1") for i in range(10)]
         replies = await asyncio.wait_for(asyncio.gather(*jobs), timeout=90)
         assert all(r.startswith("Lise: Stains") for r in replies), replies
         assert "goes from 0 to 10" in await store_say(first, "!stains +1")
         log = [r for r in reversed(await one.rolls("test:a", limit=None)) if r.kind == "tracker"]
-        pairs = [(int(r.detail["old"]), int(r.detail["new"])) for r in log]
+        assert [r.detail["tracker"] for r in log] == ["Humanity"] + ["Stains"] * 10
+        pairs = [(int(r.detail["old"][:-3]), int(r.detail["new"][:-3])) for r in log[1:]]
         assert sorted(pairs) == [(n, n + 1) for n in range(10)]
         assert all(r.faces == [] and r.outcome == "tracker" and not r.is_roll for r in log)
         assert [r.as_json() for r in await two.rolls("test:a", limit=None)] == [

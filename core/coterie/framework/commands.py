@@ -86,8 +86,6 @@ class CommandContext:
     resolver: PoolResolver | None = None
     #: lines plugins add under the command's reply (a tracker a roll moved)
     notes: list[Node] = field(default_factory=list)
-    #: while ``coterie_roll_settled`` runs: log entries (a tracker it moved) logged after the roll
-    after_roll: list[RollRecord] | None = None
 
     @property
     def args(self) -> str:
@@ -126,12 +124,8 @@ class CommandContext:
             outcome = variant.name_sides(outcome, sides.actor_name, sides.opponent_name)
         if self.roll_id is None:
             self.roll_id = new_roll_id()
-        self.after_roll = deferred = list[RollRecord]()
         await self.app.host.first_result("coterie_roll_settled", ctx=self, outcome=outcome)
-        self.after_roll = None
         await self._log(request, outcome, sides)
-        for record in deferred:  # after the roll that made them, in the log's order
-            await self.store.log_roll(record)
         await self.app.host.call_async(
             "coterie_after_roll",
             app=self.app,
@@ -334,6 +328,8 @@ def parse_requests(
                     pool=resolver.read,
                     # a pool in numbers only reads as it always did, slots and all
                     preset=resolver.preset if any(c.isalpha() for c in words[0]) else None,
+                    # the other side of `vs`, named (`vs Guard Wits+Awareness`)
+                    versus=getattr(resolver, "versus", None),
                 )
                 resolver.check(parsed)
             parsed.comment = ctx.line.comment
@@ -372,9 +368,11 @@ async def roll_reply(ctx: CommandContext, *, usage: str | None = None) -> Reply:
 async def find_resolver(ctx: CommandContext) -> None:
     """Ask ``coterie_pool_resolver`` for a reader of Trait names (a character sheet) for this
     roll command; kept in ``ctx.resolver``. A plugin answers ``None`` (cheaply, without any
-    read) for a roll written in numbers only."""
+    read) for a roll written in numbers only. A reader the command set itself (an NPC's sheet)
+    is kept; the hook still sees it, to complete it (the sheets named after ``vs``)."""
+    found = await ctx.app.host.first_result("coterie_pool_resolver", ctx=ctx)
     if ctx.resolver is None:
-        ctx.resolver = await ctx.app.host.first_result("coterie_pool_resolver", ctx=ctx)
+        ctx.resolver = found
 
 
 Result = Reply | list[Node]

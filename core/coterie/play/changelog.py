@@ -23,6 +23,7 @@ them in time order among the rolls.
 
 from __future__ import annotations
 
+from contextvars import ContextVar
 from typing import Any
 
 from coterie.framework.characters import CharacterTemplate
@@ -32,6 +33,24 @@ from coterie.storage.state import TRACKER, RollRecord
 
 #: the pseudo-player whose characters are the chronicle's NPCs (no platform id looks like it)
 NPC_OWNER = "~npcs"
+
+
+#: the entries a roll being settled made, with the store (the command's transaction) they go to:
+#: logged by :func:`flush_after_roll` once the roll itself is (``coterie_after_roll``)
+_held: ContextVar[list[tuple[Any, RollRecord]] | None] = ContextVar(
+    "coterie_tracker_entries_held", default=None
+)
+
+
+async def flush_after_roll() -> None:
+    """Log the tracker entries the roll just logged made (none: nothing to do)."""
+    held = _held.get()
+    if held:
+        # emptied in place: the hook may run in a copy of the command's context (a task)
+        entries = list(held)
+        held.clear()
+        for store, record in entries:
+            await store.log_roll(record)
 
 
 def tracker_moves(
@@ -65,14 +84,17 @@ async def log_moves(
     reason: str | None = None,
     secret: bool = False,
     undo: bool = False,
+    after_roll: bool = False,
 ) -> int:
     """Log each tracker that moved from ``before`` to ``after`` (one sheet, owned by ``owner``)
-    as a tracker entry of the room's roll log, in the command's transaction; how many."""
+    as a tracker entry of the room's roll log, in the command's transaction; how many.
+    ``after_roll``: a roll being settled moved them (``coterie_roll_settled``): they are held
+    until that roll is logged, then logged after it (:func:`flush_after_roll`)."""
     moves = tracker_moves(ctx, template, before, after)
     name = str(after.get("name") or before.get("name") or "")
     npc = owner == NPC_OWNER
     roll = ctx.roll_id
-    if roll is not None and ctx.after_roll is not None and ctx.rolls:
+    if roll is not None and after_roll and ctx.rolls:
         roll = f"{roll}-{ctx.rolls + 1}"  # the id the roll being settled is about to be logged by
     for tracker, old, new in moves:
         detail: dict[str, Any] = {
@@ -107,8 +129,12 @@ async def log_moves(
             session=ctx.session,
             detail=detail,
         )
-        if ctx.after_roll is not None:  # a roll moved it: logged right after that roll
-            ctx.after_roll.append(record)
+        if after_roll:  # a roll moved it: logged right after that roll (flush_after_roll)
+            held = _held.get()
+            if held is None:  # (in the command's own context: hooks awaited in it see it)
+                held = []
+                _held.set(held)
+            held.append((ctx.store, record))
         else:
             await ctx.store.log_roll(record)
     return len(moves)

@@ -147,6 +147,40 @@ async def find_npc(ctx: CommandContext, name: str) -> Found | None:
     return None if key is None else _found(NPC_OWNER, record, key)
 
 
+async def opponent(ctx: CommandContext, who: str) -> dict[str, Any]:
+    """The sheet a roll opposes by name (``vs Guard Wits+Awareness``, ``vs @bob …``): one of
+    yours; else, for the Storyteller, any character or NPC of the chronicle; for a player, an
+    NPC the Storyteller has not hidden. Someone else's character stays its player's (their
+    ``!resist`` answers a ``!contest``)."""
+    if is_mention(who):
+        return (await find(ctx, who)).sheet
+    chronicle = chronicle_of(ctx)
+    me = ctx.message.user
+    mine = await store.load_player(ctx.store, chronicle, me)
+    key = _by_name(mine, who)
+    if key is not None:
+        return dict(mine["chars"][key])
+    storyteller = await is_storyteller(ctx)
+    for owner, record in await store.players(ctx.store, chronicle):
+        key = _by_name(record, who)
+        if key is None or owner == me:
+            continue
+        sheet = dict(record["chars"][key])
+        if storyteller or (owner == NPC_OWNER and not sheet.get("hidden")):
+            return sheet
+        if owner == NPC_OWNER:
+            raise UsageError(
+                f"{sheet['name']} is the Storyteller's hidden NPC: only the Storyteller can "
+                "roll against it by name"
+            )
+        raise UsageError(
+            f"{sheet['name']} is {sheet.get('owner_name') or 'another player'}'s character: only "
+            "its player or the Storyteller can read its Traits (`!contest @user` lets its player "
+            "roll)"
+        )
+    raise UsageError(f'no character or NPC "{shorten_request(who, 40)}" in this chronicle')
+
+
 async def _require_storyteller(ctx: CommandContext, edit: bool) -> None:
     if not await is_storyteller(ctx):
         verb = "change" if edit else "see"
@@ -161,10 +195,12 @@ async def save(
     undoable: bool = True,
     why: str | None = None,
     secret: bool = False,
+    after_roll: bool = False,
 ) -> None:
     """Store a changed character (version +1), log each tracker it moved in the roll log
     (:mod:`coterie.play.changelog`; ``why``: the reason play gives, ``secret``: the room must
-    not see it) and remember the change for ``!undo``."""
+    not see it; ``after_roll``: a roll being settled made it, logged after that roll) and
+    remember the change for ``!undo``."""
     sheet = found.sheet
     sheet["version"] = int(found.before.get("version", 0)) + 1
     sheet["updated"] = time.time()
@@ -173,7 +209,16 @@ async def save(
     await store.save_player(ctx.store, chronicle, found.owner, found.record)
     template = templates(ctx.app).get(ctx.variant.name)
     if template is not None:
-        await log_moves(ctx, template, found.owner, found.before, sheet, reason=why, secret=secret)
+        await log_moves(
+            ctx,
+            template,
+            found.owner,
+            found.before,
+            sheet,
+            reason=why,
+            secret=secret,
+            after_roll=after_roll,
+        )
     if undoable:
         await store.push_change(
             ctx.store,

@@ -416,6 +416,8 @@ async def npc(ctx: CommandContext) -> Reply | list[Node]:
     ctx.line = replace(ctx.line, args=args, comment=comment)
     ctx.secret = secret  # before the pools are read: a secret pool's makeup stays private
     try:
+        if ctx.resolver is not None:  # the NPC's sheet; the hook adds the sheets named after `vs`
+            await find_resolver(ctx)
         requests = parse_requests(ctx, usage=NPC_USAGE)
     except UsageError as error:  # (nothing is rolled yet) what it tells of the sheet is secret
         if not secret or sheet is None:

@@ -17,7 +17,7 @@ from coterie.framework.grammar import number, shorten, tokens
 from coterie.framework.variant import Outcome
 from coterie.hookimpl import hookimpl
 from coterie.play import sheets
-from coterie.play.changelog import last_roll, npc_rolled
+from coterie.play.changelog import flush_after_roll, last_roll, npc_rolled
 from coterie.play.characters import _target
 from coterie.play.roster import (
     NPC_OWNER,
@@ -100,7 +100,13 @@ def move(
                 )
             new = max(0, min(new, high))
             note = f"{tracker.name} stays at most {high}" if new == high else ""
-        sheets.set_value(sheet, tracker, new)
+        if tracker.kind == "level":
+            # the Stains rules (v5) say what follows the line, or nothing
+            if extra := sheets.set_level(template, sheet, tracker, new):
+                after = sheets.tracker_text(template, sheet, tracker, variant, settings)
+                return f"{tracker.name} {before} → {after}{extra}"
+        else:
+            sheets.set_value(sheet, tracker, new)
     after = sheets.tracker_text(template, sheet, tracker, variant, settings)
     return f"{tracker.name} {before} → {after}" + (f" ({note})" if note else "")
 
@@ -243,9 +249,15 @@ async def coterie_roll_settled(ctx: CommandContext, outcome: Outcome) -> None:
     what = f"{found.name}: " + "; ".join(lines) + (f" ({why})" if why else "")
     # a secret NPC roll's changes are the Storyteller's; a player's sheet is no secret
     secret = ctx.secret and found.owner == NPC_OWNER
-    await save(ctx, found, what, why=why or None, secret=secret)
+    await save(ctx, found, what, why=why or None, secret=secret, after_roll=True)
     for text in lines:
         ctx.notes += [BR, Text(f"{found.name}: {text}")]
+
+
+@hookimpl
+async def coterie_after_roll() -> None:
+    """The tracker entries a roll's effects made are logged after the roll itself."""
+    await flush_after_roll()
 
 
 #: examples that work on a new character of any rule set with the tracker (a werewolf for Rage
