@@ -20,7 +20,6 @@ from coterie.hookimpl import hookimpl
 from coterie.play import sheets
 from coterie.play.roster import chronicle_of, templates
 from coterie.render.elements import BR, Text
-from coterie.storage import characters as store
 
 _PART = re.compile(r"([+-]?)([^+-]+)")
 _NUMBERS = re.compile(r"[0-9+-]+")
@@ -260,10 +259,8 @@ async def coterie_pool_resolver(ctx: CommandContext) -> SheetPools | None:
     by_name, spends = _wants_sheet(ctx, template)
     if not by_name and not spends:
         return None
-    record = await store.load_player(ctx.store, chronicle_of(ctx), ctx.message.user)
-    active = record.get("active")
-    sheet = record["chars"].get(active) if active else None
-    if sheet is None:
+    active = await ctx.store.active_character(chronicle_of(ctx), ctx.message.user)
+    if active is None:
         first = tokens(ctx.args.split(";")[0])[:1]
         named = ctx.variant.grammar.named_traits
         if not by_name or (first and first[0].lower() in named):
@@ -276,4 +273,4 @@ async def coterie_pool_resolver(ctx: CommandContext) -> SheetPools | None:
             f"`{prefix}char new NAME`, then `{prefix}char set Strength 3 …` "
             "(or roll numbers, e.g. `3+2`)"
         )
-    return SheetPools(ctx, template, sheet)
+    return SheetPools(ctx, template, active.sheet)
