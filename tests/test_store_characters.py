@@ -95,6 +95,17 @@ async def test_sheets_are_copies(store: StateStore) -> None:
     found.sheet["traits"]["Strength"] = 4
     again = await store.active_character("c", "ana")
     assert again is not None and again.sheet["traits"]["Strength"] == 3
+    # a read-only read (a roll's pool) may share the sheet, and reads the same
+    shared = await store.active_character("c", "ana", readonly=True)
+    assert shared == Character("ana", "lise", sheet("Lise"), True)
+    async with store.transaction("c") as tx:
+        inside = await tx.active_character("c", "ana", readonly=True)
+        assert inside is not None and inside.sheet == sheet("Lise")
+        await tx.save_character("c", "ana", "lise", sheet("Lise", version=2))
+        changed = await tx.active_character("c", "ana", readonly=True)
+        assert changed is not None and changed.sheet["version"] == 2
+    last = await store.active_character("c", "ana", readonly=True)
+    assert last is not None and last.sheet["version"] == 2
 
 
 async def test_a_transaction_sees_its_own_writes_and_commits_them_together(
@@ -393,5 +404,45 @@ async def test_a_roll_by_name_stays_within_two_round_trips_on_postgresql(
             costs[text] = (trips["n"] - before) / 10
         assert costs["!roll Strength+Brawl 6"] <= 2, costs
         assert costs["!roll Strength+Brawl 6"] <= costs["!roll 5 6"], costs
+    finally:
+        await app.stop()
+
+
+@pytest.mark.parametrize("backend", ["memory", "sqlite"])
+async def test_a_pool_read_again_follows_every_change_of_the_sheet(
+    backend: str, tmp_path: Path
+) -> None:
+    """Pools read from a shared sheet are kept per sheet: a change of the sheet (a new sheet
+    object) is read afresh, and a specialty still adds its die the second time."""
+    store: StateStore = MemoryStore()
+    if backend == "sqlite":
+        url = f"sqlite:///{tmp_path / 'state.db'}"
+        await upgrade(url)
+        store = SQLStore(url)
+    config = {
+        "plugins": {"enable": ["v5"]},
+        "defaults": {"variant": "v5"},
+        "limits": {"rate": {"enabled": False}},
+    }
+    app = Coterie(parse_config(config, "test"), store=store)
+
+    async def text(line: str) -> str:
+        reply = await app.handle(Message(platform="test", room="r", user="ana", text=line))
+        assert reply is not None and not reply.is_error, reply
+        return str(reply.body)
+
+    try:
+        await text("!char new Lise")
+        await text("!char set Strength 3 Brawl 2")
+        await text("!char spec Brawl Grappling")
+        for _ in range(2):
+            assert "Strength 3 + Brawl 2 = 5 dice" in await text("!roll Strength+Brawl 3")
+            assert "6 dice" in await text("!roll Strength+Brawl.grap 3")
+        await text("!char set Strength 4")
+        assert "Strength 4 + Brawl 2 = 6 dice" in await text("!roll Strength+Brawl 3")
+        await text("!damage 4 aggravated")  # a full Health track impairs Physical pools
+        assert "= 4 dice" in await text("!roll Strength+Brawl 3")
+        await text("!undo")
+        assert "Strength 4 + Brawl 2 = 6 dice" in await text("!roll Strength+Brawl 3")
     finally:
         await app.stop()

@@ -13,7 +13,7 @@ import re
 from typing import Any
 
 from coterie.errors import UsageError
-from coterie.framework.characters import CharacterTemplate, TrackerSpec, fold
+from coterie.framework.characters import CharacterTemplate, TrackerSpec, TraitSpec, fold
 from coterie.framework.commands import CommandContext
 from coterie.framework.grammar import Parsed, Pool, PoolTerm, number, shorten, tokens
 from coterie.hookimpl import hookimpl
@@ -24,6 +24,14 @@ from coterie.render.elements import BR, Text
 _PART = re.compile(r"([+-]?)([^+-]+)")
 _NUMBERS = re.compile(r"[0-9+-]+")
 _NAMES = {1: "one", 2: "two", 3: "three"}
+#: a part of a pool token as :meth:`SheetPools._parts` resolves it
+_Part = tuple[int, str, str | None, TraitSpec | None, TrackerSpec | None, str | None]
+#: pool tokens resolved, at most :data:`_RESOLVED_MOST` (templates live as long as the process)
+_RESOLVED_MOST = 4096
+_resolved: dict[tuple[int, str, str, tuple[str, ...]], tuple[CharacterTemplate, list[_Part]]] = {}
+#: pools read from shared sheets (see :attr:`SheetPools.shared`), at most :data:`_POOLS_MOST`
+_POOLS_MOST = 4096
+_pools: dict[tuple[int, int, str], tuple[dict[str, Any], CharacterTemplate, Pool, str, bool]] = {}
 
 
 def template_tracker(template: CharacterTemplate, name: str) -> bool:
@@ -53,10 +61,18 @@ class SheetPools:
     PoolResolver`)."""
 
     def __init__(
-        self, ctx: CommandContext, template: CharacterTemplate, sheet: dict[str, Any]
+        self,
+        ctx: CommandContext,
+        template: CharacterTemplate,
+        sheet: dict[str, Any],
+        *,
+        shared: bool = False,
     ) -> None:
         self.template = template
         self.sheet = sheet
+        #: the sheet is a store's shared read-only copy (``active_character(readonly=True)``):
+        #: never changed, so a pool read from it is kept for the next roll on the same sheet
+        self.shared = shared
         self.ctx = ctx
         self.specialty = False
         self.kind = kind = str(sheet.get("kind", ""))
@@ -66,26 +82,41 @@ class SheetPools:
             self.preset[slot] = 0 if tracker is None else sheets.value(template, sheet, tracker)
 
     def read(self, token: str) -> Pool:
-        template, sheet = self.template, self.sheet
+        if not self.shared:
+            pool, note = self._read(token)
+        else:
+            wanted = (id(self.sheet), id(self.template), token)
+            known = _pools.get(wanted)
+            if known is not None and known[0] is self.sheet and known[1] is self.template:
+                pool, note, specialty = known[2:]
+                self.specialty = self.specialty or specialty
+            else:
+                before, self.specialty = self.specialty, False
+                pool, note = self._read(token)
+                specialty, self.specialty = self.specialty, before or self.specialty
+                if len(_pools) >= _POOLS_MOST:
+                    _pools.clear()
+                # sheet and template kept with it: their ids stay theirs while it is here
+                _pools[wanted] = (self.sheet, self.template, pool, note, specialty)
+        # not under a secret roll: the room would learn the pool
+        if not getattr(self.ctx, "secret", False):
+            self.ctx.notes += [BR, Text(note)]
+        return pool
+
+    def _read(self, token: str) -> tuple[Pool, str]:
+        """The pool ``token`` reads from the sheet, and the line that says how."""
         terms: list[PoolTerm] = []
         named: list[tuple[str, int]] = []
         alone: list[str] = []
         reflexive = True
         categories: set[str] = set()
         trackers = False
-        for match in _PART.finditer(token):
-            sign = -1 if match.group(1) == "-" else 1
-            part = match.group(2)
-            if part.isdigit():
+        for sign, part, name, spec, tracker, special in self._parts(token):
+            if name is None:
                 terms.append(PoolTerm(number(part, "a modifier"), sign, modifier=True))
                 continue
-            word, dot, special = part.partition(".")
-            name = template.find(word, sheet["custom"])
             if sign < 0:
                 raise UsageError(f"a Trait adds dice: `-{name}` can't be taken away")
-            key = fold(name)
-            spec = template.traits.get(key)
-            tracker = None if spec is not None else template.tracker_for(self.kind, name)
             dice = self._dice(name, spec is not None, tracker)
             if tracker is not None:
                 trackers = True
@@ -95,21 +126,45 @@ class SheetPools:
                 reflexive = reflexive and tracker is not None
             if spec is not None and spec.category:
                 categories.add(spec.category)
-            if dot:
+            if special is not None:
                 self._specialty(name, special)
             named.append((name, dice))
             terms.append(PoolTerm(dice, 1, name.lower()))
         self._check(token, named, alone)
         if not trackers:
             terms += self._penalties(named, reflexive, categories)
-        self._show(terms)
-        return Pool(tuple(terms))
+        return Pool(tuple(terms)), self._show(terms)
 
-    def _show(self, terms: list[PoolTerm]) -> None:
-        """Say under the roll how the sheet made the pool: ``Lise: Strength 3 + Brawl 2 − 1
-        (Hurt) = 4 dice`` (not under a secret roll: the room would learn the pool)."""
-        if getattr(self.ctx, "secret", False):
-            return
+    def _parts(self, token: str) -> list[_Part]:
+        """The parts of a pool token with their names resolved: (sign, text, the canonical
+        name or ``None`` for a number, its Trait, its tracker, the specialty written). Kept per
+        template, token, kind and custom Traits: a roll by name looks its names up once."""
+        custom = self.sheet["custom"]
+        wanted = (id(self.template), token, self.kind, tuple(custom) if custom else ())
+        known = _resolved.get(wanted)
+        if known is not None:
+            return known[1]
+        template = self.template
+        parts: list[_Part] = []
+        for match in _PART.finditer(token):
+            sign = -1 if match.group(1) == "-" else 1
+            part = match.group(2)
+            if part.isdigit():
+                parts.append((sign, part, None, None, None, None))
+                continue
+            word, dot, special = part.partition(".")
+            name = template.find(word, custom)
+            spec = template.traits.get(fold(name))
+            tracker = None if spec is not None else template.tracker_for(self.kind, name)
+            parts.append((sign, part, name, spec, tracker, special if dot else None))
+        if len(_resolved) >= _RESOLVED_MOST:
+            _resolved.clear()
+        _resolved[wanted] = (template, parts)  # the template is kept: its id stays its own
+        return parts
+
+    def _show(self, terms: list[PoolTerm]) -> str:
+        """The line under the roll that says how the sheet made the pool: ``Lise: Strength 3 +
+        Brawl 2 − 1 (Hurt) = 4 dice``."""
         parts: list[str] = []
         for term in terms:
             sign = "−" if term.sign < 0 else "+"
@@ -126,7 +181,7 @@ class SheetPools:
         elif total < 1:
             total, extra = 1, " (a pool never falls below one die)"
         dice = "die" if total == 1 else "dice"
-        self.ctx.notes += [BR, Text(f"{self.sheet['name']}: {text} = {total} {dice}{extra}")]
+        return f"{self.sheet['name']}: {text} = {total} {dice}{extra}"
 
     def _dice(self, name: str, is_trait: bool, tracker: TrackerSpec | None) -> int:
         template, sheet = self.template, self.sheet
@@ -259,7 +314,8 @@ async def coterie_pool_resolver(ctx: CommandContext) -> SheetPools | None:
     by_name, spends = _wants_sheet(ctx, template)
     if not by_name and not spends:
         return None
-    active = await ctx.store.active_character(chronicle_of(ctx), ctx.message.user)
+    # the pool is only read from the sheet: no copy of it
+    active = await ctx.store.active_character(chronicle_of(ctx), ctx.message.user, readonly=True)
     if active is None:
         first = tokens(ctx.args.split(";")[0])[:1]
         named = ctx.variant.grammar.named_traits
@@ -273,4 +329,4 @@ async def coterie_pool_resolver(ctx: CommandContext) -> SheetPools | None:
             f"`{prefix}char new NAME`, then `{prefix}char set Strength 3 …` "
             "(or roll numbers, e.g. `3+2`)"
         )
-    return SheetPools(ctx, template, active.sheet)
+    return SheetPools(ctx, template, active.sheet, shared=True)

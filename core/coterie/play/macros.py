@@ -146,7 +146,7 @@ async def coterie_command_fallback(
         return None
     settings = await app.room_settings(message.room_key)
     chronicle = settings.chronicle or message.room_key
-    active = await app.state.active_character(chronicle, message.user)
+    active = await app.state.active_character(chronicle, message.user, readonly=True)
     sheet = active.sheet if active is not None else None
     macro = sheet["macros"].get(line.command) if sheet else None
     if macro is None:

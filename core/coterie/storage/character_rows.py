@@ -11,6 +11,7 @@ that applies its writes at commit (the memory and PostgreSQL stores).
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -33,9 +34,12 @@ class Character:
 class CharacterStore(Protocol):
     """Characters by chronicle, owner and key; the ``!undo`` stack by chronicle and author."""
 
-    async def active_character(self, chronicle: str, owner: str) -> Character | None:
+    async def active_character(
+        self, chronicle: str, owner: str, *, readonly: bool = False
+    ) -> Character | None:
         """The owner's active character in the chronicle (``None``: none active) — one read
-        (what a roll by Trait name costs)."""
+        (what a roll by Trait name costs). ``readonly``: the caller only reads the sheet, which
+        may then be shared with other readers instead of copied (a roll's pool)."""
         ...
 
     async def characters(self, chronicle: str, owner: str | None = None) -> list[Character]:
@@ -71,6 +75,25 @@ class CharacterStore(Protocol):
     async def changes(self, chronicle: str, author: str) -> list[dict[str, Any]]:
         """The author's stack, oldest first."""
         ...
+
+
+#: sheets parsed for read-only readers, by their JSON text (at most :data:`SHARED_SHEETS`)
+_shared: dict[str, dict[str, Any]] = {}
+SHARED_SHEETS = 512
+
+
+def parse_sheet(text: str, readonly: bool) -> dict[str, Any]:
+    """A stored sheet's JSON as an object: the reader's own, or (``readonly``) one parsed before
+    from the same text and shared."""
+    if not readonly:
+        parsed: dict[str, Any] = json.loads(text)
+        return parsed
+    found = _shared.get(text)
+    if found is None:
+        if len(_shared) >= SHARED_SHEETS:
+            _shared.pop(next(iter(_shared)))
+        found = _shared[text] = json.loads(text)
+    return found
 
 
 def ordered(found: list[Character]) -> list[Character]:
@@ -137,9 +160,11 @@ class ThroughTransactions:
     def transaction(self, lock: str = "") -> Any:
         raise NotImplementedError
 
-    async def active_character(self, chronicle: str, owner: str) -> Character | None:
+    async def active_character(
+        self, chronicle: str, owner: str, *, readonly: bool = False
+    ) -> Character | None:
         async with self.transaction() as tx:
-            found: Character | None = await tx.active_character(chronicle, owner)
+            found: Character | None = await tx.active_character(chronicle, owner, readonly=readonly)
             return found
 
     async def characters(self, chronicle: str, owner: str | None = None) -> list[Character]:
@@ -230,15 +255,18 @@ class MemoryCharacterTx:
         #: the stacks this transaction changed, whole
         self.stacks: dict[tuple[str, str], list[dict[str, Any]]] = {}
 
-    async def active_character(self, chronicle: str, owner: str) -> Character | None:
+    async def active_character(
+        self, chronicle: str, owner: str, *, readonly: bool = False
+    ) -> Character | None:
         if self.character_writes.touches(chronicle, owner):
             rows = await self.characters(chronicle, owner)
             return next((row for row in rows if row.active), None)
         key = self._tables.active.get((chronicle, owner))
         sheet = None if key is None else self._tables.sheets.get((chronicle, owner, key))
-        return (
-            None if sheet is None or key is None else Character(owner, key, self._copy(sheet), True)
-        )
+        if sheet is None or key is None:
+            return None
+        # committed sheets are never changed in place (a commit replaces them): shared as is
+        return Character(owner, key, sheet if readonly else self._copy(sheet), True)
 
     async def characters(self, chronicle: str, owner: str | None = None) -> list[Character]:
         stored = self._tables.rows(chronicle, owner, self._copy)

@@ -8,7 +8,7 @@ import json
 import time
 from typing import TYPE_CHECKING, Any
 
-from coterie.storage.character_rows import UNDO_DEPTH, Character, CharacterWrites
+from coterie.storage.character_rows import UNDO_DEPTH, Character, CharacterWrites, parse_sheet
 from coterie.storage.state import RollRecord, check_json
 
 if TYPE_CHECKING:
@@ -75,12 +75,12 @@ def active_key(chronicle: str, owner: str) -> tuple[str, str]:
     return ACTIVE_NS, f"{chronicle}\x1f{owner}"
 
 
-def active_character(owner: str, value: str | None) -> Character | None:
+def active_character(owner: str, value: str | None, readonly: bool = False) -> Character | None:
     """The active character from its pseudo-key's value."""
     if value is None:
         return None
     key, _, sheet = value.partition("\x1f")
-    return Character(owner, key, json.loads(sheet), True)
+    return Character(owner, key, parse_sheet(sheet, readonly), True)
 
 
 def _notice(namespace: str, key: str) -> str:
@@ -191,11 +191,14 @@ class PGTransaction:
 
     # characters (coterie.storage.character_rows.CharacterStore)
 
-    async def active_character(self, chronicle: str, owner: str) -> Character | None:
+    async def active_character(
+        self, chronicle: str, owner: str, *, readonly: bool = False
+    ) -> Character | None:
         if self._chars.touches(chronicle, owner):
             rows = await self.characters(chronicle, owner)
             return next((row for row in rows if row.active), None)
-        return active_character(owner, await self._value(*active_key(chronicle, owner)))
+        value = await self._value(*active_key(chronicle, owner))
+        return active_character(owner, value, readonly)
 
     async def characters(self, chronicle: str, owner: str | None = None) -> list[Character]:
         query = "SELECT owner, key, sheet, active FROM characters WHERE chronicle = $1"

@@ -26,11 +26,13 @@ class SQLCharacterReads(ThroughTransactions):
     async def _cached(self, wanted: tuple[str, str], query: str, *args: Any) -> str | None:
         raise NotImplementedError
 
-    async def active_character(self, chronicle: str, owner: str) -> Character | None:
+    async def active_character(
+        self, chronicle: str, owner: str, *, readonly: bool = False
+    ) -> Character | None:
         if self.path is not None:
-            return await self._read(lambda db: lite_active(db, chronicle, owner))
+            return await self._read(lambda db: lite_active(db, chronicle, owner, readonly))
         value = await self._cached(active_key(chronicle, owner), SELECT_ACTIVE, chronicle, owner)
-        return active_character(owner, value)
+        return active_character(owner, value, readonly)
 
     async def characters(self, chronicle: str, owner: str | None = None) -> list[Character]:
         if self.path is not None:

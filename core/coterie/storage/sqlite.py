@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from coterie.storage.character_rows import UNDO_DEPTH, Character
+from coterie.storage.character_rows import UNDO_DEPTH, Character, parse_sheet
 from coterie.storage.state import RollRecord
 
 if TYPE_CHECKING:
@@ -145,8 +145,10 @@ class LiteTransaction:
 
     # characters (coterie.storage.character_rows.CharacterStore)
 
-    async def active_character(self, chronicle: str, owner: str) -> Character | None:
-        return lite_active(self._db, chronicle, owner)
+    async def active_character(
+        self, chronicle: str, owner: str, *, readonly: bool = False
+    ) -> Character | None:
+        return lite_active(self._db, chronicle, owner, readonly)
 
     async def characters(self, chronicle: str, owner: str | None = None) -> list[Character]:
         return lite_characters(self._db, chronicle, owner)
@@ -207,13 +209,17 @@ _TRIM_CHANGES = (
 )
 
 
-def lite_active(db: sqlite3.Connection, chronicle: str, owner: str) -> Character | None:
+def lite_active(
+    db: sqlite3.Connection, chronicle: str, owner: str, readonly: bool = False
+) -> Character | None:
     """The active character: one SELECT (the roll by name's one read)."""
     found = db.execute(
         "SELECT key, sheet FROM characters WHERE chronicle = ? AND owner = ? AND active",
         (chronicle, owner),
     ).fetchone()
-    return None if found is None else Character(owner, found[0], json.loads(found[1]), True)
+    if found is None:
+        return None
+    return Character(owner, found[0], parse_sheet(found[1], readonly), True)
 
 
 def lite_characters(db: sqlite3.Connection, chronicle: str, owner: str | None) -> list[Character]:

@@ -420,8 +420,12 @@ class AmbientStore:
 
     # characters (see CharacterStore): in the command's transaction when there is one
 
-    async def active_character(self, chronicle: str, owner: str) -> Character | None:
-        found: Character | None = await self._target().active_character(chronicle, owner)
+    async def active_character(
+        self, chronicle: str, owner: str, *, readonly: bool = False
+    ) -> Character | None:
+        found: Character | None = await self._target().active_character(
+            chronicle, owner, readonly=readonly
+        )
         return found
 
     async def characters(self, chronicle: str, owner: str | None = None) -> list[Character]:
