@@ -63,6 +63,9 @@ PG_POOL_SIZE = 15
 #: keys remembered per lock to read ahead in a transaction's first round trip; locks remembered
 PG_READ_AHEAD_KEYS = 32
 PG_READ_AHEAD_LOCKS = 1024
+#: active sheets read ahead per lock: those of the last players who read theirs under it (so a
+#: room's players rolling by name in turn find their sheet in the first round trip)
+PG_READ_AHEAD_SHEETS = 6
 #: the channel on which a commit names the keys it changed (``NAMESPACE<US>KEY``; ``*``: any)
 PG_CHANNEL = "coterie_kv"
 #: values a PostgreSQL store keeps from ``get`` outside transactions
@@ -411,7 +414,14 @@ class PGTransaction:
         if not self._lock or not self._touched:
             return
         ahead = self._store._read_ahead
-        ahead.pop(self._lock, None)
+        before = ahead.pop(self._lock, ())
         if len(ahead) >= PG_READ_AHEAD_LOCKS:
             ahead.pop(next(iter(ahead)))
-        ahead[self._lock] = tuple(self._touched[:PG_READ_AHEAD_KEYS])
+        keys = self._touched[:PG_READ_AHEAD_KEYS]
+        sheets = [key for key in keys if key[0] == ACTIVE_NS]
+        for key in before:  # the other players' sheets read lately stay, the newest first
+            if len(sheets) >= PG_READ_AHEAD_SHEETS:
+                break
+            if key[0] == ACTIVE_NS and key not in sheets:
+                sheets.append(key)
+        ahead[self._lock] = (*(key for key in keys if key[0] != ACTIVE_NS), *sheets)
