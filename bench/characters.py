@@ -42,7 +42,6 @@ USERS = 20
 def forget() -> None:
     """Empty the caches a roll by name reads through (``--fresh``)."""
     byname._pools.clear()
-    byname._resolved.clear()
     character_rows._shared.clear()
 
 
