@@ -16,7 +16,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from coterie.framework.sessions import SESSIONS
-from coterie.storage.state import RollRecord, StateStore, change_line, faces_text
+from coterie.play.changelog import change_line
+from coterie.storage.state import RollRecord, StateStore, faces_text
 
 OUTSIDE = "Outside sessions"
 

@@ -155,3 +155,14 @@ def npc_rolled(record: RollRecord) -> str | None:
     if len(words) >= 3 and words[0].lstrip("!/.").lower() == "npc" and words[1] == "roll":
         return words[2]
     return None
+
+
+def change_line(record: RollRecord) -> str:
+    """A tracker entry as ``!log`` and the export show it: ``Alex: Hunger 2 → 3 (failed rouse
+    check)``; ``(undone)`` when ``!undo`` moved it back."""
+    detail = record.detail
+    why = detail.get("reason")
+    if detail.get("undo"):
+        why = "undone"
+    tail = f" ({why})" if why else ""
+    return f"{detail.get('character', '?')}: {detail.get('change', '?')}{tail}"

@@ -91,8 +91,7 @@ async def npc_sheet_command(ctx: CommandContext, action: str, words: list[str]) 
                 code(f"{ctx.settings.prefix}npc delete {found.name} confirm"),
             ]
             return _private(ctx, body, "Deleting an NPC waits for the Storyteller's confirmation.")
-        del found.record["chars"][found.key]
-        await store.save_player(ctx.store, chronicle, NPC_OWNER, found.record)
+        await ctx.store.delete_character(chronicle, NPC_OWNER, found.key)
         return _private(ctx, [bold(found.name), Text(" is deleted.")], "An NPC was deleted.")
     if action == "sheet":
         body = render(template, sheet, variant=ctx.variant, settings=ctx.settings)

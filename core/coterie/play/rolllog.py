@@ -14,11 +14,12 @@ from coterie.errors import UsageError
 from coterie.framework.commands import Command, CommandContext, shown_id
 from coterie.framework.grammar import shorten, tokens
 from coterie.hookimpl import hookimpl
+from coterie.play.changelog import change_line
 from coterie.play.rooms import is_mention, is_storyteller, mention_key, names_person
 from coterie.play.storyteller import revealed
 from coterie.render.elements import BR, Node, Private, Reply, Text, bold, code
 from coterie.rulekit.pools import plural
-from coterie.storage.state import RollRecord, change_line, faces_text
+from coterie.storage.state import RollRecord, faces_text
 
 LOG_USAGE = "!log [N | ROLL-ID]"
 STATS_USAGE = "!stats [@USER]"

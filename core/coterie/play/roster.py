@@ -17,7 +17,7 @@ from coterie.framework.variant import Variant
 from coterie.play.changelog import NPC_OWNER as NPC_OWNER
 from coterie.play.changelog import log_moves
 from coterie.play.rooms import is_mention, is_storyteller, mention_key, names_person
-from coterie.storage import characters as store
+from coterie.storage.character_rows import Character
 
 if TYPE_CHECKING:
     from coterie.framework.app import Coterie
@@ -64,10 +64,10 @@ def chronicle_of(ctx: CommandContext) -> str:
 
 @dataclass
 class Found:
-    """A character a command reads or changes, with its player's record."""
+    """A character a command reads or changes: its owner, key, sheet (the command's own copy,
+    changed in place) and the sheet as it was read (for ``!undo``)."""
 
     owner: str
-    record: dict[str, Any]
     key: str
     sheet: dict[str, Any]
     before: dict[str, Any]
@@ -77,18 +77,23 @@ class Found:
         return str(self.sheet["name"])
 
 
-def _found(owner: str, record: dict[str, Any], key: str) -> Found:
-    sheet = record["chars"][key]
-    return Found(owner, record, key, sheet, copy.deepcopy(sheet))
+def _found(row: Character) -> Found:
+    return Found(row.owner, row.key, row.sheet, copy.deepcopy(row.sheet))
 
 
-def _by_name(record: dict[str, Any], name: str) -> str | None:
-    """The key of the character ``name`` names (exact, else a unique prefix)."""
+def _by_name(rows: list[Character], name: str) -> Character | None:
+    """The character ``name`` names among one owner's (exact, else a unique prefix)."""
     key = fold(name)
-    if key in record["chars"]:
-        return key
-    starting = [k for k in record["chars"] if k.startswith(key)]
+    exact = [row for row in rows if row.key == key]
+    starting = exact or [row for row in rows if row.key.startswith(key)]
     return starting[0] if len(starting) == 1 else None
+
+
+def _owners(rows: list[Character]) -> dict[str, list[Character]]:
+    by_owner: dict[str, list[Character]] = {}
+    for row in rows:
+        by_owner.setdefault(row.owner, []).append(row)
+    return by_owner
 
 
 async def find(ctx: CommandContext, who: str | None = None, *, edit: bool = False) -> Found:
@@ -98,40 +103,36 @@ async def find(ctx: CommandContext, who: str | None = None, *, edit: bool = Fals
     chronicle = chronicle_of(ctx)
     me = ctx.message.user
     if who is None:
-        record = await store.load_player(ctx.store, chronicle, me)
-        active = record.get("active")
-        if not active or active not in record["chars"]:
+        active = await ctx.store.active_character(chronicle, me)
+        if active is None:
             prefix = ctx.settings.prefix
             raise UsageError(
                 f"you have no character in this chronicle yet: `{prefix}char new NAME` makes one"
-                if not record["chars"]
+                if not await ctx.store.characters(chronicle, me)
                 else f"you have no active character here: `{prefix}char use NAME` picks one"
             )
-        return _found(me, record, active)
+        return _found(active)
     if is_mention(who):
         wanted = mention_key(who)
-        for owner, record in await store.players(ctx.store, chronicle):
-            if not record["chars"] or owner == NPC_OWNER:
+        for owner, rows in _owners(await ctx.store.characters(chronicle)).items():
+            if owner == NPC_OWNER:  # NPCs are the `!npc` commands' (shown privately), never here
                 continue
-            first = next(iter(record["chars"].values()))
-            if names_person(wanted, owner, first.get("owner_name")):
+            if names_person(wanted, owner, rows[0].sheet.get("owner_name")):
                 if owner != me:
                     await _require_storyteller(ctx, edit)
-                key = record.get("active") or next(iter(record["chars"]))
-                return _found(owner, record, key)
+                return _found(next((row for row in rows if row.active), rows[0]))
         raise UsageError(f"{shorten_request(who, 40)} has no character in this chronicle")
-    mine = await store.load_player(ctx.store, chronicle, me)
-    key = _by_name(mine, who)
-    if key is not None:
-        return _found(me, mine, key)
-    for owner, record in await store.players(ctx.store, chronicle):
-        if owner == NPC_OWNER:  # NPCs are the `!npc` commands' (shown privately), never here
-            continue
-        key = _by_name(record, who)
-        if key is not None and owner != me:
+    everyone = _owners(await ctx.store.characters(chronicle))
+    npcs = everyone.pop(NPC_OWNER, [])  # the `!npc` commands' (shown privately), never here
+    mine = _by_name(everyone.pop(me, []), who)
+    if mine is not None:
+        return _found(mine)
+    for rows in everyone.values():
+        found = _by_name(rows, who)
+        if found is not None:
             await _require_storyteller(ctx, edit)
-            return _found(owner, record, key)
-    if await is_storyteller(ctx) and await find_npc(ctx, who) is not None:
+            return _found(found)
+    if _by_name(npcs, who) is not None and await is_storyteller(ctx):
         raise UsageError(
             f"{shorten_request(who, 40)} is an NPC: `!npc sheet NAME`, `!npc hunger NAME +1`, "
             "`!npc damage NAME 2` … keep it private"
@@ -142,9 +143,8 @@ async def find(ctx: CommandContext, who: str | None = None, *, edit: bool = Fals
 async def find_npc(ctx: CommandContext, name: str) -> Found | None:
     """The chronicle's NPC ``name`` names (exact, else a unique prefix), or ``None``. Only the
     Storyteller's commands may call this: it checks no rights."""
-    record = await store.load_player(ctx.store, chronicle_of(ctx), NPC_OWNER)
-    key = _by_name(record, name)
-    return None if key is None else _found(NPC_OWNER, record, key)
+    found = _by_name(await ctx.store.characters(chronicle_of(ctx), NPC_OWNER), name)
+    return None if found is None else _found(found)
 
 
 async def opponent(ctx: CommandContext, who: str) -> dict[str, Any]:
@@ -156,16 +156,16 @@ async def opponent(ctx: CommandContext, who: str) -> dict[str, Any]:
         return (await find(ctx, who)).sheet
     chronicle = chronicle_of(ctx)
     me = ctx.message.user
-    mine = await store.load_player(ctx.store, chronicle, me)
-    key = _by_name(mine, who)
-    if key is not None:
-        return dict(mine["chars"][key])
+    everyone = _owners(await ctx.store.characters(chronicle))
+    mine = _by_name(everyone.pop(me, []), who)
+    if mine is not None:
+        return mine.sheet
     storyteller = await is_storyteller(ctx)
-    for owner, record in await store.players(ctx.store, chronicle):
-        key = _by_name(record, who)
-        if key is None or owner == me:
+    for owner, rows in everyone.items():
+        found = _by_name(rows, who)
+        if found is None:
             continue
-        sheet = dict(record["chars"][key])
+        sheet = found.sheet
         if storyteller or (owner == NPC_OWNER and not sheet.get("hidden")):
             return sheet
         if owner == NPC_OWNER:
@@ -204,9 +204,8 @@ async def save(
     sheet = found.sheet
     sheet["version"] = int(found.before.get("version", 0)) + 1
     sheet["updated"] = time.time()
-    found.record["chars"][found.key] = sheet
     chronicle = chronicle_of(ctx)
-    await store.save_player(ctx.store, chronicle, found.owner, found.record)
+    await ctx.store.save_character(chronicle, found.owner, found.key, sheet)
     template = templates(ctx.app).get(ctx.variant.name)
     if template is not None:
         await log_moves(
@@ -220,8 +219,7 @@ async def save(
             after_roll=after_roll,
         )
     if undoable:
-        await store.push_change(
-            ctx.store,
+        await ctx.store.push_change(
             chronicle,
             ctx.message.user,
             {
