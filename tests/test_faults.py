@@ -23,7 +23,7 @@ import aiohttp
 import pytest
 
 from coterie_slack.dedup import LEASE_SECONDS
-from slack_fake import FakeSlack
+from slack_fake import CHANNEL, FakeSlack
 from telegram_fake import FakeTelegram
 from workers import COTERIE, Player, start_cluster, wait_healthy, worker_env
 
@@ -159,6 +159,8 @@ async def test_kill_9_mid_flood_then_slack_retries_answer_each_event_once(
                 await asyncio.sleep(LOAD * 0.004)
                 first.kill()  # kill -9, mid-flood
                 statuses = await sending
+                posted_before = [len(player.slack_replies(m)) for m in markers]
+                unacknowledged = [n for n, status in enumerate(statuses) if status != 200]
                 cluster.workers.remove(first)
                 second = cluster.start_worker(1)
                 await wait_healthy(session, second, 30)
@@ -180,11 +182,25 @@ async def test_kill_9_mid_flood_then_slack_retries_answer_each_event_once(
             # is answered again from its stored reply, never run again
             assert (lost, twice) == (0, []), (replies, effects)
             assert answered == LOAD
-            # A reply can still go out twice: when the kill falls between Slack accepting the
-            # post and the worker recording it, the retry sends the stored reply again (Slack's
-            # Web API has no idempotency key to make a post once-only). The table shows how
-            # often; docs/reliability.md says so.
-            assert doubled <= 3, replies
+            # none twice either: when the kill fell between Slack accepting a post and the worker
+            # recording it, the retry finds the reply in the channel by its metadata
+            # (coterie_slack.posted) and does not post it again
+            assert doubled == 0, replies
+            # and each command's reply is one message in the channel, as Slack keeps them
+            kept = [
+                m["metadata"]["event_payload"]["delivery"]
+                for m in slack.bot_messages(CHANNEL)
+                if "metadata" in m
+            ]
+            assert len(kept) == len(set(kept)), kept
+            # the window itself: events whose reply Slack had accepted before the kill but whose
+            # delivery was not acknowledged, so Slack sent them again
+            window = [markers[n] for n in unacknowledged if posted_before[n]]
+            lookups = len(slack.ok_calls("conversations.history"))
+            print(
+                f"\nslack kill -9: {len(window)} events were posted before the kill and sent"
+                f" again; {lookups} redeliveries looked for their reply first"
+            )
 
 
 @pytest.mark.timeout(240)
