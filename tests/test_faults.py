@@ -288,3 +288,142 @@ api_url = "{telegram.api_url}"
         assert lost == 0, (replies, log[-3000:])
         assert [m for m, n in effects.items() if n > 1] == [], effects
         assert answered == LOAD and doubled <= 3, replies
+
+
+# --- Matrix: a real coterie run against a real Synapse ---------------------------------------
+
+
+@pytest.fixture(scope="module")
+def synapse() -> Any:
+    from matrix_synapse import running_synapse
+
+    with running_synapse() as server:
+        yield server
+
+
+def devices_of(synapse: Any, account: Any) -> list[str]:
+    """The ids of ``account``'s devices, as the homeserver lists them."""
+    listed = synapse.request("GET", "/_matrix/client/v3/devices", token=account.access_token)
+    return sorted(str(d["device_id"]) for d in listed["devices"])
+
+
+@pytest.mark.timeout(240)
+@pytest.mark.parametrize("fault", ["kill -9", "SIGTERM"])
+async def test_matrix_worker_stopped_mid_flood_answers_each_command_once(
+    synapse: Any, tmp_path: Path, fault: str
+) -> None:
+    """``coterie run`` with the Matrix adapter (default SQLite store) answering a flood of rolls
+    toward an extended action in a room on a real Synapse, stopped mid-flood with kill -9 (or
+    SIGTERM), then started again. Every command is answered exactly once, counted in the room's
+    history through the client API, and no roll lands twice. A reply sent just before the kill
+    and sent again after the restart is the same ``PUT /send/{txnId}`` (the transaction id is
+    derived from the command's event id) from the same device (saved in the store), which the
+    homeserver answers with the first event instead of posting a second one."""
+    import sqlite3
+
+    from matrix_helpers import answers_to, room_history, start_player
+
+    bot = await asyncio.to_thread(synapse.register, None)
+    player = await start_player(synapse)
+    config = tmp_path / "coterie.toml"
+    config.write_text(
+        f"""data_dir = "data"
+log_level = "WARNING"
+
+[plugins]
+enable = ["revised", "matrix"]
+
+[defaults]
+variant = "revised"
+
+[defaults.house_rules]
+botch_wipes_extended = false
+
+[limits.rate]
+enabled = false
+
+[adapters.matrix]
+enabled = true
+homeserver = "{synapse.url}"
+user_id = "{bot.user_id}"
+password_env = "MATRIX_PASSWORD"
+store_path = "{tmp_path / "matrix"}"
+reconnect_initial = 0.1
+reconnect_max = 0.5
+sync_timeout = 5
+typing = false
+"""
+    )
+    env = worker_env("sqlite:///" + str(tmp_path / "data" / "coterie.db"))
+    env["MATRIX_PASSWORD"] = bot.password
+    log_path = tmp_path / "worker.log"
+
+    def start() -> subprocess.Popen[bytes]:
+        with log_path.open("ab") as log:
+            return subprocess.Popen(
+                [COTERIE, "run", "--config", str(config)],
+                env=env,
+                stdout=subprocess.DEVNULL,
+                stderr=log,
+                cwd=tmp_path,
+            )
+
+    async def answered(room: str) -> dict[str, int]:
+        return answers_to(await room_history(player, room), bot.user_id)
+
+    worker = start()
+    try:
+        room = await player.create_room(invite=[bot.user_id])
+        await player.wait_joined(room, bot.user_id)
+        vigil = await player.say(room, "!extended start vigil 1000")
+        await player.wait_reply(bot.user_id, vigil)
+        devices = devices_of(synapse, bot)
+        markers = [f"m9-{n}" for n in range(LOAD)]
+        commands: list[str] = []
+
+        async def flood() -> None:
+            for marker in markers:
+                commands.append(await player.say(room, f"!roll 3 for vigil # {marker}"))
+
+        sending = asyncio.create_task(flood())
+        deadline = time.monotonic() + 60
+        while True:  # mid-flood: a quarter answered
+            counts = await answered(room)
+            if sum(1 for c in commands if counts.get(c)) >= LOAD // 4 or sending.done():
+                break
+            assert time.monotonic() < deadline, "no replies"
+            await asyncio.sleep(0.1)
+        signum = signal.SIGKILL if fault == "kill -9" else signal.SIGTERM
+        worker.send_signal(signum)
+        code = await asyncio.to_thread(worker.wait, 30)
+        await sending
+        if fault == "SIGTERM":
+            text = log_path.read_text(errors="replace")
+            assert code == 0, text[-3000:]
+            assert "SIGTERM: stopping" in text and "Traceback" not in text, text[-3000:]
+        worker = start()
+        deadline = time.monotonic() + 90
+        while True:
+            now = await answered(room)
+            if all(now.get(c) for c in commands):
+                break
+            assert time.monotonic() < deadline, "not every command was answered after the restart"
+            await asyncio.sleep(0.5)
+        await player.settle(1.5)  # anything sent twice would show up by now
+        counts = await answered(room)
+        # the same device after the restart (a new one would start a new transaction scope)
+        assert devices_of(synapse, bot) == devices
+    finally:
+        worker.send_signal(signal.SIGTERM)
+        await asyncio.to_thread(worker.wait, 30)
+        await player.close()
+    replies = [counts.get(c, 0) for c in commands]
+    db = sqlite3.connect(tmp_path / "data" / "coterie.db")
+    requests = [r for (r,) in db.execute("SELECT request FROM rolls")]
+    db.close()
+    effects = {m: sum(1 for r in requests if r.endswith(f"# {m}")) for m in markers}
+    label = "kill -9 mid-flood" if fault == "kill -9" else "SIGTERM under load"
+    answered_n, doubled, lost = count(label, "matrix", [200] * LOAD, replies)
+    assert (lost, doubled) == (0, 0), replies
+    assert answered_n == LOAD
+    assert [m for m, n in effects.items() if n != 1] == [], effects
