@@ -30,6 +30,8 @@ from workers import COTERIE, Player, start_cluster, wait_healthy, worker_env
 LONG = os.environ.get("COTERIE_FAULTS") == "long"
 #: commands per platform in one run
 LOAD = 150 if LONG else 40
+#: commands in a Matrix run (each answered through a real homeserver: the slowest peer)
+MATRIX_LOAD = 150 if LONG else 20
 SIGNALS = [signal.SIGTERM, signal.SIGINT] if LONG else [signal.SIGTERM]
 #: the table every run adds a row to (printed at the end of the module)
 TABLE: list[tuple[str, str, int, int, int, int]] = []
@@ -284,7 +286,13 @@ async def test_kill_9_mid_flood_then_telegram_webhook_redelivery_answers_each_up
             assert lost == 0, (acknowledged, replies, log)
             assert [m for m, n in effects.items() if n > 1] == [], effects
             assert answered == LOAD, replies
-            assert doubled == 0, (window, replies)
+            # A reply can go out twice, and only here: when the kill falls after Telegram accepted
+            # sendMessage and before the worker recorded the update answered (one store write
+            # later), the redelivered update gets its stored reply again. The Bot API has no
+            # idempotency key and bots cannot read a chat's history, so nothing can tell the new
+            # worker that the reply is there. Updates of one chat are answered one at a time, so
+            # one kill can double at most one reply per chat (one chat here).
+            assert doubled <= 1, (window, replies)
 
 
 @pytest.mark.timeout(240)
@@ -373,7 +381,8 @@ api_url = "{telegram.api_url}"
         log = (tmp_path / "worker.log").read_text(errors="replace")
         assert lost == 0, (replies, log[-3000:])
         assert [m for m, n in effects.items() if n > 1] == [], effects
-        assert answered == LOAD and doubled <= 3, replies
+        # the same window as the webhook's: at most one reply per chat doubled by one kill
+        assert answered == LOAD and doubled <= 1, replies
 
 
 # --- Matrix: a real coterie run against a real Synapse ---------------------------------------
@@ -464,7 +473,7 @@ typing = false
         vigil = await player.say(room, "!extended start vigil 1000")
         await player.wait_reply(bot.user_id, vigil)
         devices = devices_of(synapse, bot)
-        markers = [f"m9-{n}" for n in range(LOAD)]
+        markers = [f"m9-{n}" for n in range(MATRIX_LOAD)]
         commands: list[str] = []
 
         async def flood() -> None:
@@ -475,7 +484,7 @@ typing = false
         deadline = time.monotonic() + 60
         while True:  # mid-flood: a quarter answered
             counts = await answered(room)
-            if sum(1 for c in commands if counts.get(c)) >= LOAD // 4 or sending.done():
+            if sum(1 for c in commands if counts.get(c)) >= MATRIX_LOAD // 4 or sending.done():
                 break
             assert time.monotonic() < deadline, "no replies"
             await asyncio.sleep(0.1)
@@ -509,7 +518,7 @@ typing = false
     db.close()
     effects = {m: sum(1 for r in requests if r.endswith(f"# {m}")) for m in markers}
     label = "kill -9 mid-flood" if fault == "kill -9" else "SIGTERM under load"
-    answered_n, doubled, lost = count(label, "matrix", [200] * LOAD, replies)
+    answered_n, doubled, lost = count(label, "matrix", [200] * MATRIX_LOAD, replies)
     assert (lost, doubled) == (0, 0), replies
-    assert answered_n == LOAD
+    assert answered_n == MATRIX_LOAD
     assert [m for m, n in effects.items() if n != 1] == [], effects
