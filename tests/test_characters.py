@@ -273,11 +273,12 @@ async def test_tracker_commands_reply_old_to_new_and_undo_walks_back() -> None:
     app = app_with("v5")
     await say(app, "!char new Lise")
     assert await say(app, "!hunger +2") == "Lise: Hunger 1/5 → 3/5"
-    assert await say(app, "!stains 2") == "Lise: Stains 0 → 2"
-    assert await say(app, "!humanity -1") == "Lise: Humanity 7 → 6"
+    assert await say(app, "!stains 2") == "Lise: Stains 0/3 → 2/3"
+    # a change of Humanity clears the Stains (docs/rules/v5.md)
+    assert await say(app, "!humanity -1") == "Lise: Humanity 7 → 6; Stains 2/3 → 0/4"
     assert await say(app, "!hunger") == "Lise: Hunger 3/5"
     assert (await say(app, "!undo")).startswith("Undone: Lise: Humanity 7 → 6")
-    assert (await say(app, "!undo")).startswith("Undone: Lise: Stains 0 → 2")
+    assert (await say(app, "!undo")).startswith("Undone: Lise: Stains 0/3 → 2/3")
     assert await say(app, "!hunger") == "Lise: Hunger 3/5"
     before = await snapshot(app)
     assert "goes from 0 to 5" in await say(app, "!hunger +3")
@@ -429,6 +430,33 @@ async def test_macros_roll_as_typed_with_modifiers_and_overrides() -> None:
     assert await say(app, "!macro del hunt") == "Al: macro !hunt deleted"
     assert "unknown command" in await say(app, "!hunt")
     assert "unknown command" in await say(app, "!hunt", user="bo")
+
+
+async def test_macros_are_kept_by_canonical_names_and_old_ones_still_roll() -> None:
+    app = app_with("v5", [6] * 40)
+    await say(app, "!char new Al")
+    await say(app, "!char set Wits 3 Streetwise 2")
+    await say(app, "!char spec Streetwise Slums")
+    assert await say(app, "!macro add hunt = wits+street 4") == (
+        "Al: macro !hunt = Wits+Streetwise 4"
+    )
+    assert await say(app, "!macro add slum = WITS+streetwise.sl+1 2") == (
+        "Al: macro !slum = Wits+Streetwise.Slums+1 2"
+    )
+    assert "!hunt = Wits+Streetwise 4" in await say(app, "!macro list")
+    assert "Wits 3 + Streetwise 2 = 5 dice" in await say(app, "!hunt")
+    # the same pool rules as typing it out: errors name the problem and store nothing
+    before = await snapshot(app)
+    assert 'no Trait "Witts" — did you mean Wits?' in await say(app, "!macro add a = Witts+Brawl 4")
+    assert "could be" in await say(app, "!macro add a = Wits+S 4")
+    assert "adds 3 Traits" in await say(app, "!macro add a = Wits+Brawl+Stealth 4")
+    assert "rolled alone" in await say(app, "!macro add a = Wits+Humanity 4")
+    assert await snapshot(app) == before
+    # a macro stored as typed before names were made canonical still rolls
+    record = await store.load_player(app.state, "test:r", "ana")
+    record["chars"]["al"]["macros"]["old"] = {"args": "wits+street 4", "comment": None}
+    await store.save_player(app.state, "test:r", "ana", record)
+    assert "Wits 3 + Streetwise 2 = 5 dice" in await say(app, "!old")
 
 
 async def test_revised_bashing_into_a_full_track_becomes_lethal_and_health_resizes() -> None:

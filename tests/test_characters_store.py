@@ -69,6 +69,7 @@ async def test_concurrent_tracker_changes_from_linked_rooms_lose_none(
         first, second = app_on(one), app_on(two)
         await say(first, "!char new Lise")
         await say(first, "!stains 0")
+        await say(first, "!humanity 0")  # ten boxes free for Stains (v5: they share the track)
         link = await say(first, "!chronicle link", user="st")
         code = re.search(r"join ([A-Z0-9]{6})", link)
         assert code, link
@@ -174,13 +175,15 @@ SESSIONS = {
             "!hunger 2",
             "!roll Str+Brawl 3",
             "!damage 1 aggravated",
+            "!stains 4",
         ],
         [
             r"5 dice \(strength 3\+brawl 2\), Hunger 2, Difficulty 3",
             r"Hunger 1/5 → 2/5",
             r"Health \[\.{4}\] → \[X\.{3}\]",
+            r"Stains 0/3 → 3/3 overlapping Humanity \(1 Stain past Humanity's boxes",
         ],
-        [r"Hunger 2/5", r"Health \[X\.{3}\]"],
+        [r"Hunger 2/5", r"Health \[X\.{3}\]", r"Willpower \[X\.\]", r"Stains 3/3 overlapping"],
     ),
     "d6": (
         ["!char new Maxine", "!char set Social 2 Physical 4", "!roll Social 4", "!roll Phys 3"],

@@ -53,3 +53,43 @@ def test_the_prompt_toolkit_completer_replaces_only_the_word_before_the_cursor(
         )
     )
     assert [(c.text, c.start_position) for c in found] == [("Awareness", -3)]
+
+
+async def test_completion_follows_the_rooms_rule_set_and_the_speakers_own_traits(
+    app: Coterie,
+) -> None:
+    import io
+    from types import SimpleNamespace
+
+    from coterie_console import ConsoleAdapter
+
+    adapter = ConsoleAdapter(
+        app, {"user": "ana", "storyteller": "ana"}, stdin=io.StringIO(), stdout=io.StringIO()
+    )
+    commands, traits = await adapter.completion_words()
+    first = app.config.defaults.variant
+    assert traits == template_names(app.variants[first].character_template)
+    # the prompt the session was made with, refreshed before each later prompt
+    shown = completer(commands, traits)
+
+    async def prompt_async(prompt: str) -> str:
+        return "!noop"
+
+    adapter._session = SimpleNamespace(completer=shown, prompt_async=prompt_async)
+    other = "v5" if first != "v5" else "revised"
+    await adapter.say(f"!variant {other}")
+    await adapter._prompt()
+    assert shown.traits[: len(template_names(app.variants[other].character_template))] == (
+        template_names(app.variants[other].character_template)
+    )
+    assert candidates("!roll Compo", [], shown.traits) == (["Composure"] if other == "v5" else [])
+    # a custom Trait of the speaker's active character, once added
+    assert candidates("!roll Obe", [], shown.traits) == []
+    await adapter.say("!char new Lise")
+    await adapter.say("!char add Disciplines Obeah 2")
+    await adapter._prompt()
+    assert candidates("!roll Strength+Obe", [], shown.traits) == ["Obeah"]
+    # someone else's sheet is not the speaker's
+    adapter.user = "bo"
+    await adapter._prompt()
+    assert candidates("!roll Obe", [], shown.traits) == []

@@ -11,7 +11,9 @@ import os
 import select
 import signal
 import subprocess
+import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -190,6 +192,33 @@ def test_piped_chat_ctrl_c_while_waiting_for_input(coterie_cli, chat_env, root):
     assert process.returncode == 0
     assert err.strip().splitlines() == ["coterie: interrupted, stopped cleanly"], err
     process.stdin.close()
+
+
+@pytest.mark.parametrize("how", ["script", "module"])
+def test_ctrl_c_while_the_command_line_is_still_importing(how, coterie_cli, chat_env, root):
+    """SIGINT half-way through the imports (once pydantic's extension is mapped, well before the
+    command line module has finished importing): the same one line and status 0, no traceback
+    (``coterie.__main__.entry`` imports the command line under its own guard)."""
+    argv = coterie_cli if how == "script" else [sys.executable, "-m", "coterie"]
+    process = subprocess.Popen(
+        [*argv, "chat", "--seed", "1"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=chat_env,
+        cwd=root,
+        text=True,
+    )
+    maps = Path(f"/proc/{process.pid}/maps")
+    deadline = time.monotonic() + 30
+    while "_pydantic_core" not in maps.read_text() and time.monotonic() < deadline:
+        time.sleep(0.001)
+    process.send_signal(signal.SIGINT)
+    _, err = process.communicate(timeout=30)
+    process.stdin.close()
+    assert "state in memory" not in err  # it was stopped before the chat started
+    assert process.returncode == 0, err
+    assert err.strip().splitlines() == ["coterie: interrupted, stopped cleanly"], err
 
 
 def test_run_ctrl_c_is_one_line(coterie_cli, chat_env, root, tmp_path):

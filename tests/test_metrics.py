@@ -262,3 +262,34 @@ def test_the_shipped_deploy_files_agree(root):
     assert upstreams == {"coterie_slack": slack, "coterie_telegram": telegram}
     unit = (root / "deploy" / "coterie@.service").read_text()
     assert "Environment=COTERIE_PORT_OFFSET=%i" in unit and "KillSignal=SIGINT" in unit
+
+
+def test_prometheus_client_is_imported_only_to_render():
+    """Counting needs no prometheus_client (start-up and the command path stay lighter); the
+    first render imports it, and its exposition carries the library's own Content-Type."""
+    import subprocess
+    import sys
+
+    script = (
+        "import asyncio, sys\n"
+        "from coterie.dice.sources import SeededDice\n"
+        "from coterie.framework.app import Coterie\n"
+        "from coterie.framework.config import Config\n"
+        "from coterie.framework.message import Message\n"
+        "async def main():\n"
+        "    app = Coterie(Config(), dice=SeededDice(1))\n"
+        "    await app.start()\n"
+        "    await app.handle(Message(platform='console', room='r', user='u', text='!roll 3 6'))\n"
+        "    print('prometheus_client' in sys.modules)\n"
+        "    text = app.metrics.render().decode()\n"
+        "    print('prometheus_client' in sys.modules, 'coterie_commands_total{' in text)\n"
+        "    from prometheus_client.exposition import CONTENT_TYPE_LATEST\n"
+        "    print(app.metrics.content_type() == CONTENT_TYPE_LATEST)\n"
+        "    await app.stop()\n"
+        "asyncio.run(main())\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split("\n")[:3] == ["False", "True True", "True"]

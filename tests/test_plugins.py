@@ -33,6 +33,7 @@ BUILTINS = [
     "coterie.play.dice",
     "coterie.play.extended",
     "coterie.play.help",
+    "coterie.play.humanity",
     "coterie.play.initiative",
     "coterie.play.macros",
     "coterie.play.roll",

@@ -30,8 +30,9 @@ from coterie.framework.adapter import Adapter
 from coterie.framework.message import Message
 from coterie.render.elements import Node, Reply
 from coterie.render.encode import to_plain
+from coterie.storage import characters
 from coterie_console.ansi import ANSI
-from coterie_console.complete import CONSOLE_COMMANDS, completer, template_names
+from coterie_console.complete import CONSOLE_COMMANDS, completer, sheet_names, template_names
 
 if TYPE_CHECKING:
     from coterie.framework.app import Coterie
@@ -245,6 +246,8 @@ class ConsoleAdapter(Adapter):
     async def _prompt(self) -> str | None:
         if self._session is None:
             self._session = await self._new_session()
+        else:  # the room's rule set, or the speaker's sheet, may have changed since
+            self._session.completer.update(*await self.completion_words())
         try:
             text: str = await self._session.prompt_async(self.prompt())
             return text
@@ -258,7 +261,18 @@ class ConsoleAdapter(Adapter):
         history = Path(
             self.settings.get("history_file") or Path.home() / ".coterie_history"
         ).expanduser()
-        settings = await self.app.room_settings(f"console:{self.room}")
+        return PromptSession(
+            history=_BoundedHistory(str(history)),
+            completer=completer(*await self.completion_words()),
+            complete_while_typing=False,
+            color_depth=None if self.color else _monochrome(),
+        )
+
+    async def completion_words(self) -> tuple[list[str], list[str]]:
+        """What the prompt completes now: the room's commands, and the Traits of its rule set
+        with the custom ones of the speaker's active character (one read of the store)."""
+        key = f"console:{self.room}"
+        settings = await self.app.room_settings(key)
         words = [
             f"{settings.prefix}{name}"
             for command in self.app.room_commands(settings.variant)
@@ -267,12 +281,9 @@ class ConsoleAdapter(Adapter):
         words += CONSOLE_COMMANDS
         rules = self.app.variants.get(settings.variant)
         traits = template_names(getattr(rules, "character_template", None))
-        return PromptSession(
-            history=_BoundedHistory(str(history)),
-            completer=completer(words, traits),
-            complete_while_typing=False,
-            color_depth=None if self.color else _monochrome(),
-        )
+        record = await characters.load_player(self.app.state, settings.chronicle or key, self.user)
+        traits += [name for name in sheet_names(record) if name not in traits]
+        return words, traits
 
 
 def _monochrome() -> Any:

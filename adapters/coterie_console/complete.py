@@ -2,7 +2,9 @@
 
 The first word of a line completes to the room's commands (and the console's own ``/as``,
 ``/storyteller``, ``/help``, ``/quit``); every later word completes to the Traits and rollable
-trackers of the room's rule set, so ``!roll Wi<Tab>+Aw<Tab>`` becomes ``!roll Wits+Awareness``.
+trackers of the room's rule set and the custom Traits of the speaker's active character, so
+``!roll Wi<Tab>+Aw<Tab>`` becomes ``!roll Wits+Awareness``. Both lists are made again before each
+prompt, so they follow ``!variant`` and ``!char add``.
 Words are split at spaces and at ``+``/``-``, as pools are written. prompt_toolkit is imported only
 when a completer is made, that is only at a terminal.
 """
@@ -10,7 +12,7 @@ when a completer is made, that is only at a terminal.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from coterie.framework.characters import CharacterTemplate
@@ -49,17 +51,32 @@ def candidates(text: str, commands: Iterable[str], traits: Iterable[str]) -> lis
     return sorted({name for name in pool if name.casefold().startswith(folded) and name != word})
 
 
+def sheet_names(record: Mapping[str, Any]) -> list[str]:
+    """The custom Traits (a Discipline, a Background of the player's own) of the active character
+    in a player's record (``coterie.storage.characters.load_player``)."""
+    sheet = record.get("chars", {}).get(record.get("active") or "")
+    custom = sheet.get("custom") if isinstance(sheet, dict) else None
+    return sorted(str(name) for name in custom) if isinstance(custom, dict) else []
+
+
 def completer(commands: Iterable[str], traits: Iterable[str]) -> Any:
-    """A prompt_toolkit completer over :func:`candidates`."""
+    """A prompt_toolkit completer over :func:`candidates`; its ``update(commands, traits)`` sets
+    new words (the console calls it before each prompt: the room's rule set may have changed)."""
     from prompt_toolkit.completion import Completer, Completion
 
-    command_list, trait_list = list(commands), list(traits)
-
     class _Completer(Completer):
+        def __init__(self) -> None:
+            self.commands: list[str] = []
+            self.traits: list[str] = []
+            self.update(commands, traits)
+
+        def update(self, commands: Iterable[str], traits: Iterable[str]) -> None:
+            self.commands, self.traits = list(commands), list(traits)
+
         def get_completions(self, document: Any, complete_event: Any) -> Iterator[Completion]:
             text = document.text_before_cursor
             word, _ = current_word(text)
-            for name in candidates(text, command_list, trait_list):
+            for name in candidates(text, self.commands, self.traits):
                 yield Completion(name, start_position=-len(word))
 
     return _Completer()

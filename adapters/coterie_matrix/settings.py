@@ -38,7 +38,8 @@ MISSING_HINTS = {
 class MatrixSettings(BaseModel):
     """Every key of ``[adapters.matrix]``; see ``docs/platforms/matrix.md``."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # built on first use: a bot that does not run this adapter never pays for the schema
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     #: read by core: start this adapter with ``coterie run``
     enabled: bool = False

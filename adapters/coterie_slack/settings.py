@@ -28,7 +28,8 @@ _COMMAND_WORD = re.compile(r"[^\s#;]{1,32}")
 class SlackSettings(BaseModel):
     """Every key of ``[adapters.slack]``; see ``docs/platforms/slack.md``."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # built on first use: a bot that does not run this adapter never pays for the schema
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     #: read by core: start this adapter with ``coterie run``
     enabled: bool = False

@@ -30,7 +30,8 @@ _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 class TelegramSettings(BaseModel):
     """Every key of ``[adapters.telegram]``; see ``docs/platforms/telegram.md``."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # built on first use: a bot that does not run this adapter never pays for the schema
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     #: read by core: start this adapter with ``coterie run``
     enabled: bool = False

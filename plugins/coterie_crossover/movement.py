@@ -7,13 +7,15 @@ action loses when the character moves far and acts in the same turn.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from coterie.errors import UsageError
+from coterie.framework.characters import CharacterView
 from coterie.framework.commands import CommandContext
 from coterie.framework.grammar import Grammar, Option, Parsed, Pool, parse, shorten, suggest, tokens
 from coterie.render.elements import BR, Node, Reply, Text, bold, code, italic
 from coterie.rulekit.pools import difficulty_option, plural
+from coterie.rulekit.sheets import HEALTH_LEVELS
 from coterie_crossover import rules
 from coterie_crossover.requests import CrossoverRequest, Side
 from coterie_crossover.rules import Conditions, Mode
@@ -127,6 +129,9 @@ class Movement:
     willpower: int | None = None
     wound: int = 0
     difficulty: int = rules.PUSH_DIFFICULTY
+    #: what came from the caller's character sheet (``Dexterity 3``, ``Injured``), and whose
+    from_sheet: tuple[str, ...] = ()
+    character: str = ""
 
     @property
     def name(self) -> str:
@@ -194,12 +199,46 @@ def _refuse_bare_numbers(words: list[str]) -> None:
         previous = word.lower()
 
 
-def parse_movement(text: str, max_options: int = 20, prefix: str = "!") -> Movement:
-    """Read the words after ``!move`` into a checked :class:`Movement` (or a friendly error)."""
+def parse_movement(
+    text: str, max_options: int = 20, prefix: str = "!", sheet: CharacterView | None = None
+) -> Movement:
+    """Read the words after ``!move`` into a checked :class:`Movement` (or a friendly error);
+    what the words leave out is taken from ``sheet``, the caller's active character."""
     mode, words = _mode(tokens(text))
     _refuse_bare_numbers(words)
     parsed = parse(words, MOVE_GRAMMAR, max_options=max_options)
-    return check(mode, parsed, prefix)
+    taken = _from_sheet(parsed, sheet) if sheet is not None else ()
+    movement = check(mode, parsed, prefix)
+    return replace(movement, from_sheet=taken, character=sheet.name if taken and sheet else "")
+
+
+#: the Health levels from Injured on (004 *Movement*: at most half the normal rate)
+_INJURED = tuple(
+    name for name, _ in HEALTH_LEVELS[[n for n, _ in HEALTH_LEVELS].index("Injured") :]
+)
+
+
+def _from_sheet(parsed: Parsed, sheet: CharacterView) -> tuple[str, ...]:
+    """Fill in Dexterity, Stamina, the Injured state and, for a push, Willpower and the wound
+    penalty from the character's sheet where the words do not give them; what was taken."""
+    if sheet.penalty is None:
+        raise UsageError(f"{sheet.name} is {sheet.level}: no movement can be attempted")
+    taken: list[str] = []
+    for dest, trait in (("dex", "Dexterity"), ("stamina", "Stamina")):
+        if parsed.values.get(dest) is None and trait in sheet.ratings:
+            parsed.values[dest] = sheet.ratings[trait]
+            taken.append(f"{trait} {sheet.ratings[trait]}")
+    if sheet.level in _INJURED and not parsed.flag("injured"):
+        parsed.values["injured"] = True
+        taken.append(sheet.level)
+    if parsed.flag("push"):
+        if parsed.values.get("willpower") is None and "Willpower" in sheet.ratings:
+            parsed.values["willpower"] = sheet.ratings["Willpower"]
+            taken.append(f"Willpower {sheet.ratings['Willpower']}")
+        if parsed.values.get("wound") is None and sheet.penalty:
+            parsed.values["wound"] = -sheet.penalty
+            taken.append(f"wound penalty {sheet.penalty}")
+    return tuple(taken)
 
 
 def _only_for(parsed: Parsed, option: str, mode: Mode, wanted: Mode, why: str) -> None:
@@ -463,10 +502,14 @@ def _push_lines(movement: Movement, outcome: CrossoverOutcome) -> tuple[list[Nod
 
 async def move(ctx: CommandContext) -> Reply:
     """How far a character moves in a turn, and what it costs an action taken as well."""
-    movement = parse_movement(ctx.args, ctx.app.config.limits.max_options, ctx.settings.prefix)
+    sheet = await ctx.app.host.first_result("coterie_active_character", ctx=ctx)
+    limit = ctx.app.config.limits.max_options
+    movement = parse_movement(ctx.args, limit, ctx.settings.prefix, sheet)
     body: list[Node] = [bold(ctx.message.display_name)]
     if ctx.line.comment:
         body += [Text(" — "), italic(ctx.line.comment)]
+    if movement.from_sheet:
+        body += [BR, italic(f"From {movement.character}'s sheet: {', '.join(movement.from_sheet)}")]
     body += [BR, *_rate_line(movement)]
     if movement.injured:
         body += [BR, *_injured_line(movement)]

@@ -10,6 +10,7 @@ from typing import Any
 
 from coterie.framework.characters import (
     CharacterTemplate,
+    Degeneration,
     Effect,
     HealthSpec,
     TrackerSpec,
@@ -96,5 +97,13 @@ TEMPLATE = CharacterTemplate(
         "damage (002), also when the track is full (it then turns one box Aggravated).",
         "A specialty (`Skill.Specialty` or `spec`) adds one die, however many apply (002).",
         "Mortals and ghouls have no Hunger: their rolls have no Hunger dice.",
+        "Humanity and Stains share ten boxes (the V5 book; 002 only names Humanity as a tracker "
+        "roll): a Stain with no empty box left marks one Aggravated Willpower damage instead and "
+        "impairs every pool by 2 dice until the Stains are cleared; any change of Humanity "
+        "clears them; `!remorse` rolls one die per box neither Humanity nor a Stain fills "
+        "(at least one): no success costs a point of Humanity, and the Stains are cleared "
+        "either way.",
+        "Ghouls have no rouse checks of their own: no rule document covers a ghoul's blood.",
     ),
+    degeneration=Degeneration(remorse_roll="humanity {dice} 0 1"),
 )

@@ -67,6 +67,7 @@ class Coterie:
         self._state = AmbientStore(store or MemoryStore())
         self.variants: dict[str, Variant[Any, Any]] = {}
         self.commands: list[Command] = []
+        self._by_word: tuple[int, dict[str, list[Command]]] = (0, {})
         self.adapter_classes: dict[str, type[Adapter]] = {}
         #: per-user and per-room token buckets (``[limits.rate]``), shared through a PostgreSQL
         #: store by every worker on it; tests may swap its clock
@@ -260,13 +261,12 @@ class Coterie:
     def find_command(self, word: str, variant: str, args: str | None = None) -> Command | None:
         """The command called ``word`` in a room on ``variant`` (variant-specific ones first),
         for ``args`` when given (see :attr:`Command.applies`)."""
-        matches = [
-            c
-            for c in self.commands
-            if word in c.names and c.available_in(variant) and c.takes(args)
-        ]
-        matches.sort(key=lambda c: not c.variants)
-        return matches[0] if matches else None
+        if self._by_word[0] != len(self.commands):  # (re)index by name, rule-set ones first
+            ranked = sorted(self.commands, key=lambda c: not c.variants)
+            names = {name for c in ranked for name in c.names}
+            self._by_word = (len(ranked), {n: [c for c in ranked if n in c.names] for n in names})
+        matches = self._by_word[1].get(word, ())
+        return next((c for c in matches if c.available_in(variant) and c.takes(args)), None)
 
     def room_commands(self, variant: str) -> list[Command]:
         """The commands of a room on ``variant`` that its rule set supports, by name."""

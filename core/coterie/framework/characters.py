@@ -135,6 +135,35 @@ class Spend:
 
 
 @dataclass(frozen=True)
+class CharacterView:
+    """What a rule set's own command reads of the caller's active character
+    (``coterie_active_character``; ``!move`` in crossover reads Dexterity from it): its name,
+    every Trait's rating by canonical name (custom ones too), and the Health level with its dice
+    penalty (``None``: no action possible; ``""`` and 0 without a Health chart)."""
+
+    name: str
+    ratings: Mapping[str, int]
+    level: str = ""
+    penalty: int | None = 0
+
+
+@dataclass(frozen=True)
+class Degeneration:
+    """Stains on a Humanity track (v5): ``stains`` share the ``boxes`` of the track with the
+    ``humanity`` level tracker. A Stain that finds no empty box marks ``overflow`` damage
+    (tracker, kind) instead and impairs every pool by ``impairment`` dice until the Stains are
+    cleared; a change of Humanity and a remorse roll clear them. ``remorse_roll`` is the
+    ``!roll`` arguments of the remorse roll, ``{dice}`` filled in (empty: no ``!remorse``)."""
+
+    humanity: str = "Humanity"
+    stains: str = "Stains"
+    boxes: int = 10
+    overflow: tuple[str, str] = ("Willpower", "aggravated")
+    impairment: int = 2
+    remorse_roll: str = ""
+
+
+@dataclass(frozen=True)
 class CharacterTemplate:
     """What a rule set's character sheet holds (see the module docstring)."""
 
@@ -159,6 +188,8 @@ class CharacterTemplate:
     effects: Callable[[Any], Sequence[Effect]] | None = None
     #: one line per reading chosen where the rule document is silent
     readings: tuple[str, ...] = ()
+    #: Stains on the Humanity track, degeneration and remorse (v5); ``None``: no Stains
+    degeneration: Degeneration | None = None
 
     @cached_property
     def traits(self) -> dict[str, TraitSpec]:

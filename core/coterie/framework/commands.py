@@ -328,6 +328,8 @@ def parse_requests(
                     pool=resolver.read,
                     # a pool in numbers only reads as it always did, slots and all
                     preset=resolver.preset if any(c.isalpha() for c in words[0]) else None,
+                    # the other side of `vs`, named (`vs Guard Wits+Awareness`)
+                    versus=getattr(resolver, "versus", None),
                 )
                 resolver.check(parsed)
             parsed.comment = ctx.line.comment
@@ -366,9 +368,11 @@ async def roll_reply(ctx: CommandContext, *, usage: str | None = None) -> Reply:
 async def find_resolver(ctx: CommandContext) -> None:
     """Ask ``coterie_pool_resolver`` for a reader of Trait names (a character sheet) for this
     roll command; kept in ``ctx.resolver``. A plugin answers ``None`` (cheaply, without any
-    read) for a roll written in numbers only."""
+    read) for a roll written in numbers only. A reader the command set itself (an NPC's sheet)
+    is kept; the hook still sees it, to complete it (the sheets named after ``vs``)."""
+    found = await ctx.app.host.first_result("coterie_pool_resolver", ctx=ctx)
     if ctx.resolver is None:
-        ctx.resolver = await ctx.app.host.first_result("coterie_pool_resolver", ctx=ctx)
+        ctx.resolver = found
 
 
 Result = Reply | list[Node]

@@ -293,6 +293,11 @@ def check_range(value: int, low: int | None, high: int | None, what: str) -> int
 
 #: reads a pool written with Trait names (``Strength+Brawl``) from a character sheet
 PoolReader = Callable[[str], Pool]
+_Preset = Mapping[str, int | str | bool | Pool]
+_Side = tuple[list[str], PoolReader | None, _Preset | None, Callable[[Parsed], None] | None]
+#: how the words after ``vs`` read when they name a character (``vs Guard Wits+Awareness``):
+#: given them, the words left, their pool reader, preset slots and a last check of the side
+Opposition = Callable[[list[str]], _Side]
 
 
 def parse(
@@ -302,15 +307,16 @@ def parse(
     max_options: int = 20,
     pool: PoolReader | None = None,
     preset: Mapping[str, int | str | bool | Pool] | None = None,
+    versus: Opposition | None = None,
 ) -> Parsed:
     """Read ``words`` against ``grammar``; a :class:`UsageError` carries the usage line.
 
     With ``pool`` (a character sheet's reader), a pool word containing a letter that is not an
     option is read by it (``Strength+Brawl``, ``Dex+Firearms+2``); ``preset`` values fill
     positional slots the words then skip (v5's Hunger from the sheet) unless an option gives
-    them."""
+    them. ``versus`` says how the words after ``vs`` read (another character's sheet)."""
     try:
-        return _parse(list(words), grammar, max_options, pool, preset or {})
+        return _parse(list(words), grammar, max_options, pool, preset or {}, versus)
     except UsageError as error:
         if error.usage is None:
             error.usage = grammar.usage
@@ -323,6 +329,7 @@ def _parse(
     max_options: int,
     reader: PoolReader | None = None,
     preset: Mapping[str, int | str | bool | Pool] | None = None,
+    versus: Opposition | None = None,
 ) -> Parsed:
     parsed = Parsed()
     preset = preset or {}
@@ -338,7 +345,10 @@ def _parse(
             if not rest:
                 raise UsageError("`vs` needs the other side after it")
             # errors on the other side keep the whole command's usage line
-            parsed.versus = _parse(rest, grammar.versus, max_options)
+            side = versus(rest) if versus is not None else (rest, None, None, None)
+            parsed.versus = _parse(side[0], grammar.versus, max_options, side[1], side[2])
+            if side[3] is not None:
+                side[3](parsed.versus)
             break
         name, _, inline = word.partition("=")
         option = grammar.option(name)

@@ -16,7 +16,7 @@ import pluggy
 if TYPE_CHECKING:
     from coterie.framework.adapter import Adapter
     from coterie.framework.app import Coterie
-    from coterie.framework.characters import CharacterTemplate
+    from coterie.framework.characters import CharacterTemplate, CharacterView
     from coterie.framework.commands import Command, CommandContext, PoolResolver
     from coterie.framework.grammar import CommandLine
     from coterie.framework.message import Message
@@ -85,6 +85,12 @@ def coterie_character_templates() -> list[CharacterTemplate]:
 def coterie_pool_resolver(ctx: CommandContext) -> Awaitable[PoolResolver | None] | None:
     """Offered every roll command before it is read: return a resolver that reads Trait names
     in the pool (from the caller's character sheet), or ``None``."""
+
+
+@hookspec
+def coterie_active_character(ctx: CommandContext) -> Awaitable[CharacterView | None] | None:
+    """The caller's active character in the room's chronicle, for a rule set's own command to
+    read (crossover's ``!move`` takes Dexterity from it), or ``None``."""
 
 
 @hookspec

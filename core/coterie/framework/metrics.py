@@ -14,15 +14,16 @@ registry of its own, so two apps in one process (tests) never share counters. It
   adapters that say so), else 0.
 
 Command names are the registered commands' names (or ``(unknown)``), so the label sets stay
-bounded whatever users type. Recording costs a dictionary look-up and a few additions under a lock.
+bounded whatever users type. Recording is plain counting in dictionaries (a look-up, two additions
+and a bisect: no lock, the event loop is one thread); ``prometheus_client`` is imported only when
+``/metrics`` is rendered, so a bot without the ops server never loads it.
 """
 
 from __future__ import annotations
 
+from bisect import bisect_left
+from collections.abc import Iterator
 from typing import Any
-
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
-from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
 
 #: seconds; a roll takes well under a millisecond, a chart or a slow store up to seconds
 LATENCY_BUCKETS = (
@@ -42,80 +43,51 @@ LATENCY_BUCKETS = (
     10.0,
 )
 
-#: the ``Content-Type`` of :meth:`Metrics.render`'s text
-CONTENT_TYPE = CONTENT_TYPE_LATEST
+
+class _Latency:
+    """One platform's latency histogram: a count per bucket (the last one is ``+Inf``)."""
+
+    __slots__ = ("buckets", "total")
+
+    def __init__(self) -> None:
+        self.buckets = [0] * (len(LATENCY_BUCKETS) + 1)
+        self.total = 0.0
 
 
 class Metrics:
     """The counters and histogram of one app (see the module docstring)."""
 
-    def __init__(self, registry: CollectorRegistry | None = None) -> None:
-        self.registry = registry if registry is not None else CollectorRegistry(auto_describe=True)
-        self.commands = Counter(
-            "coterie_commands",
-            "Commands answered, by platform and command",
-            ["platform", "command"],
-            registry=self.registry,
-        )
-        self.errors = Counter(
-            "coterie_command_errors",
-            "Commands answered with an error reply, by platform and command",
-            ["platform", "command"],
-            registry=self.registry,
-        )
-        self.latency = Histogram(
-            "coterie_handle_seconds",
-            "Time to answer one command (Coterie.handle), by platform",
-            ["platform"],
-            buckets=LATENCY_BUCKETS,
-            registry=self.registry,
-        )
-        self.starts = Counter(
-            "coterie_adapter_starts",
-            "Adapter starts by the supervisor",
-            ["adapter"],
-            registry=self.registry,
-        )
-        self.restarts = Counter(
-            "coterie_adapter_restarts",
-            "Adapter restarts after a crash",
-            ["adapter"],
-            registry=self.registry,
-        )
-        self.up = Gauge(
-            "coterie_adapter_up",
-            "1 while the adapter runs (connected or listening), else 0",
-            ["adapter"],
-            registry=self.registry,
-        )
-        self._children: dict[tuple[str, str], tuple[Any, Any, Any]] = {}
+    def __init__(self) -> None:
+        #: commands answered and, of those, errors, by ``(platform, command)``
+        self._commands: dict[tuple[str, str], list[int]] = {}
+        self._latency: dict[str, _Latency] = {}
+        self._starts: dict[str, int] = {}
+        self._restarts: dict[str, int] = {}
         #: the adapter object the supervisor runs now, by name
         self.adapters: dict[str, Any] = {}
 
     def observe(self, *, platform: str, command: str, seconds: float, error: bool) -> None:
         """Count one answered command and its duration."""
-        children = self._children.get((platform, command))
-        if children is None:
-            children = (
-                self.commands.labels(platform, command),
-                self.errors.labels(platform, command),
-                self.latency.labels(platform),
-            )
-            self._children[(platform, command)] = children
-        total, errors, latency = children
-        total.inc()
+        counts = self._commands.get((platform, command))
+        if counts is None:
+            counts = self._commands[(platform, command)] = [0, 0]
+        counts[0] += 1
         if error:
-            errors.inc()
-        latency.observe(seconds)
+            counts[1] += 1
+        latency = self._latency.get(platform)
+        if latency is None:
+            latency = self._latency[platform] = _Latency()
+        # ``le`` buckets: a duration equal to a bound counts in that bound's bucket
+        latency.buckets[bisect_left(LATENCY_BUCKETS, seconds)] += 1
+        latency.total += seconds
 
     def adapter_started(self, name: str, adapter: Any) -> None:
         """The supervisor starts ``adapter`` (a restart when one ran before under ``name``)."""
         if name in self.adapters:
-            self.restarts.labels(name).inc()
+            self._restarts[name] = self._restarts.get(name, 0) + 1
         else:
-            self.restarts.labels(name)  # shown as 0 from the start
-            self.up.labels(name).set_function(lambda: 1.0 if self.adapter_running(name) else 0.0)
-        self.starts.labels(name).inc()
+            self._restarts.setdefault(name, 0)  # shown as 0 from the start
+        self._starts[name] = self._starts.get(name, 0) + 1
         self.adapters[name] = adapter
 
     def adapter_running(self, name: str) -> bool:
@@ -128,6 +100,72 @@ class Metrics:
         is_set = getattr(ready, "is_set", None)
         return bool(is_set()) if callable(is_set) else True
 
+    def collect(self) -> Iterator[Any]:
+        """The metric families as of now (a ``prometheus_client`` collector's ``collect``)."""
+        from prometheus_client.core import (
+            CounterMetricFamily,
+            GaugeMetricFamily,
+            HistogramMetricFamily,
+        )
+
+        commands = CounterMetricFamily(
+            "coterie_commands",
+            "Commands answered, by platform and command",
+            labels=["platform", "command"],
+        )
+        errors = CounterMetricFamily(
+            "coterie_command_errors",
+            "Commands answered with an error reply, by platform and command",
+            labels=["platform", "command"],
+        )
+        for (platform, command), (total, failed) in list(self._commands.items()):
+            commands.add_metric([platform, command], total)
+            errors.add_metric([platform, command], failed)
+        latency = HistogramMetricFamily(
+            "coterie_handle_seconds",
+            "Time to answer one command (Coterie.handle), by platform",
+            labels=["platform"],
+        )
+        for platform, histogram in list(self._latency.items()):
+            cumulative, running = [], 0
+            for bound, count in zip(
+                (*LATENCY_BUCKETS, float("inf")), histogram.buckets, strict=True
+            ):
+                running += count
+                cumulative.append((_bound(bound), running))
+            latency.add_metric([platform], cumulative, histogram.total)
+        starts = CounterMetricFamily(
+            "coterie_adapter_starts", "Adapter starts by the supervisor", labels=["adapter"]
+        )
+        restarts = CounterMetricFamily(
+            "coterie_adapter_restarts", "Adapter restarts after a crash", labels=["adapter"]
+        )
+        up = GaugeMetricFamily(
+            "coterie_adapter_up",
+            "1 while the adapter runs (connected or listening), else 0",
+            labels=["adapter"],
+        )
+        for name in list(self.adapters):
+            starts.add_metric([name], self._starts.get(name, 0))
+            restarts.add_metric([name], self._restarts.get(name, 0))
+            up.add_metric([name], 1.0 if self.adapter_running(name) else 0.0)
+        yield from (commands, errors, latency, starts, restarts, up)
+
+    def content_type(self) -> str:
+        """The ``Content-Type`` of :meth:`render`'s text (``prometheus_client``'s own)."""
+        from prometheus_client.exposition import CONTENT_TYPE_LATEST
+
+        return str(CONTENT_TYPE_LATEST)
+
     def render(self) -> bytes:
         """The Prometheus text exposition of every metric."""
-        return generate_latest(self.registry)
+        from prometheus_client import CollectorRegistry
+        from prometheus_client.exposition import generate_latest
+
+        registry = CollectorRegistry(auto_describe=False)
+        registry.register(self)
+        return generate_latest(registry)
+
+
+def _bound(bound: float) -> str:
+    return "+Inf" if bound == float("inf") else repr(bound)

@@ -52,7 +52,8 @@ class Supervisor:
                 pending.discard(stop)
             if not pending:
                 return
-            log.info(
+            # debug: the SIGINT/SIGTERM warning already said so in the one line a stop writes
+            log.debug(
                 "stopping: %s finish what is in flight (at most %g s)",
                 ", ".join(sorted(self.running)) or "the adapters",
                 grace,

@@ -22,7 +22,6 @@ from typing import TYPE_CHECKING, Any
 from aiohttp import web
 
 from coterie.errors import ConfigError
-from coterie.framework.metrics import CONTENT_TYPE
 
 if TYPE_CHECKING:
     from coterie.framework.app import Coterie
@@ -102,7 +101,7 @@ class OpsServer:
 
     async def _metrics(self, request: web.Request) -> web.Response:
         response = web.Response(body=self.app.metrics.render())
-        response.headers["Content-Type"] = CONTENT_TYPE
+        response.headers["Content-Type"] = self.app.metrics.content_type()
         return response
 
     async def start(self) -> tuple[str, int]:

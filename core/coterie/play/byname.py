@@ -10,15 +10,17 @@ die, v5's impairment, ``Trait.Specialty``. A pool written in numbers only never 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from coterie.errors import UsageError
-from coterie.framework.characters import CharacterTemplate, TrackerSpec, fold
+from coterie.framework.characters import CharacterTemplate, CharacterView, TrackerSpec, fold
 from coterie.framework.commands import CommandContext
 from coterie.framework.grammar import Parsed, Pool, PoolTerm, number, shorten, tokens
 from coterie.hookimpl import hookimpl
 from coterie.play import sheets
-from coterie.play.roster import chronicle_of, templates
+from coterie.play.rooms import is_mention
+from coterie.play.roster import chronicle_of, opponent, templates
 from coterie.render.elements import BR, Text
 from coterie.storage import characters as store
 
@@ -49,7 +51,161 @@ def _has_letter(word: str) -> bool:
     return any(ch.isalpha() for ch in word)
 
 
-class SheetPools:
+def canonical(template: CharacterTemplate, sheet: dict[str, Any], token: str) -> str:
+    """A pool of Trait names written with the names the sheet knows them by:
+    ``wits+street.slum+1`` → ``Wits+Streetwise.Slums+1`` (a specialty by the sheet's own name when
+    one matches). Errors as :meth:`SheetPools.read` gives them (an unknown or ambiguous name)."""
+    out: list[str] = []
+    for match in _PART.finditer(token):
+        sign, part = match.group(1), match.group(2)
+        if part.isdigit():
+            out.append(sign + part)
+            continue
+        word, dot, special = part.partition(".")
+        name = template.find(word, sheet["custom"])
+        if dot:
+            known = sheet["specialties"].get(name, [])
+            matching = [s for s in known if fold(s).startswith(fold(special))]
+            special = matching[0] if len(matching) == 1 else special
+        out.append(sign + name + (dot + special if dot else ""))
+    return "".join(out)
+
+
+def canonical_roll(
+    grammar: Any,
+    template: CharacterTemplate,
+    sheet: dict[str, Any] | None,
+    roll: str,
+    opponents: Mapping[str, SheetPools] | None = None,
+) -> str:
+    """A roll's arguments with each pool written by Trait name (the first word of each roll
+    between ``;``, read from ``sheet``, and the pool after ``vs NAME``, read from the sheet of
+    ``opponents[NAME]``) in :func:`canonical` form; numbers, options and comments as they were."""
+    segments = []
+    changed = False
+    for segment in roll.split(";"):
+        words = tokens(segment)
+        if words and sheet is not None and _by_name(grammar, words[0]):
+            words[0] = canonical(template, sheet, words[0])
+        lowered = [w.lower() for w in words]
+        at = lowered.index("vs") + 1 if "vs" in lowered else len(words)
+        side = (opponents or {}).get(words[at]) if at < len(words) - 1 else None
+        if side is not None and _by_name(grammar.versus, words[at + 1]):
+            words[at + 1] = canonical(template, side.sheet, words[at + 1])
+        rewritten = " ".join(words)
+        changed = changed or rewritten != " ".join(tokens(segment))
+        segments.append(rewritten)
+    return "; ".join(segments) if changed else roll
+
+
+def _by_name(grammar: Any, word: str) -> bool:
+    """Whether a roll's first word is a pool of Trait names (not numbers, not an option)."""
+    low = word.lower()
+    return (
+        _has_letter(low)
+        and not _NUMBERS.fullmatch(low)
+        and grammar.option(low.partition("=")[0]) is None
+    )
+
+
+_PLAIN = re.compile(r"[^\W\d_][\w'\-]{0,29}")
+
+
+def opponent_word(grammar: Any, after: list[str]) -> str | None:
+    """The character named right after ``vs`` (``vs Guard Wits+Awareness``, ``vs @bob 4``):
+    a mention, or a plain word followed by a pool of Trait names; else ``None``."""
+    if not after or grammar is None:
+        return None
+    first = after[0]
+    if is_mention(first):
+        return first
+    if (
+        len(after) > 1
+        and _PLAIN.fullmatch(first)
+        and grammar.option(first.lower()) is None
+        and _by_name(grammar, after[1])
+    ):
+        return first
+    return None
+
+
+def _opposed(ctx: CommandContext) -> tuple[list[str], bool]:
+    """(the characters named after ``vs``, whether any side after ``vs`` is written by name)
+    — decided without any read."""
+    grammar = ctx.variant.grammar.versus
+    if grammar is None or "vs" not in ctx.args.lower():
+        return [], False
+    names: list[str] = []
+    by_name = False
+    for segment in ctx.args.split(";"):
+        words = tokens(segment)
+        lowered = [w.lower() for w in words]
+        if "vs" not in lowered:
+            continue
+        after = words[lowered.index("vs") + 1 :]
+        who = opponent_word(grammar, after)
+        if who is not None:
+            names.append(who)
+            by_name = True
+        elif after and _by_name(grammar, after[0]):
+            by_name = True
+    return names, by_name
+
+
+Side = tuple[
+    list[str],
+    Callable[[str], Pool] | None,
+    Mapping[str, Any] | None,
+    Callable[[Parsed], None] | None,
+]
+
+
+class _Opposition:
+    """How the other side of ``vs`` reads: from the sheet named there (see
+    :class:`~coterie.framework.grammar.Opposition`)."""
+
+    ctx: CommandContext
+    #: the sheets named after ``vs``, read before parsing (by the word that names each)
+    opponents: dict[str, SheetPools]
+
+    def versus(self, words: list[str]) -> Side:
+        grammar = self.ctx.variant.grammar.versus
+        who = opponent_word(grammar, words)
+        if who is None or who not in self.opponents:
+            if words and _by_name(grammar, words[0]):
+                raise UsageError(
+                    f"whose `{shorten(words[0])}`? Name the other side: "
+                    f"`vs NAME {shorten(words[0])}` (a character or NPC) or `vs @user …`"
+                )
+            return words, None, None, None
+        side = self.opponents[who]
+        rest = words[1:]
+        if not rest:
+            raise UsageError(f"`vs {shorten(who)}` needs a pool after it, e.g. `Wits+Awareness`")
+        preset = side.preset if any(c.isalpha() for c in rest[0]) else None
+        return rest, side.read, preset, side.check
+
+
+class _NumbersOnly(_Opposition):
+    """A roll in numbers against a side named by its character (the roller needs no sheet)."""
+
+    def __init__(self, ctx: CommandContext) -> None:
+        self.ctx = ctx
+        self.preset: dict[str, Any] = {}
+        self.opponents = {}
+
+    def read(self, token: str) -> Pool:
+        prefix = self.ctx.settings.prefix
+        raise UsageError(
+            f"to roll `{shorten(token)}` by Trait name you need a character here: "
+            f"`{prefix}char new NAME` (or roll numbers, e.g. `3+2`)"
+        )
+
+    def check(self, parsed: Parsed) -> None:
+        return None
+
+
+class SheetPools(_Opposition):
     """Reads pools of Trait names from one character (a :class:`~coterie.framework.commands.
     PoolResolver`)."""
 
@@ -59,6 +215,7 @@ class SheetPools:
         self.template = template
         self.sheet = sheet
         self.ctx = ctx
+        self.opponents = {}
         self.specialty = False
         self.kind = kind = str(sheet.get("kind", ""))
         self.preset: dict[str, Any] = {}
@@ -197,6 +354,15 @@ class SheetPools:
                 if sheets.undamaged(template, sheet, tracker) == 0:
                     out.append(PoolTerm(health.impairment, -1, "impaired", modifier=True))
                     break
+        rule = template.degeneration
+        # Stains overlapping Humanity impair every pool (docs/rules/v5.md, reading chosen);
+        # one impairment, not two
+        if (
+            rule is not None
+            and sheets.degenerating(template, sheet)
+            and not any(term.trait == "impaired" for term in out)
+        ):
+            out.append(PoolTerm(rule.impairment, -1, "impaired", modifier=True))
         return out
 
     def check(self, parsed: Parsed) -> None:
@@ -240,12 +406,7 @@ def _wants_sheet(ctx: CommandContext, template: CharacterTemplate) -> tuple[bool
         words = tokens(segment)
         if not words:
             continue
-        first = words[0].lower()
-        if (
-            _has_letter(first)
-            and not _NUMBERS.fullmatch(first)
-            and grammar.option(first.partition("=")[0]) is None
-        ):
+        if _by_name(grammar, words[0]):
             by_name = True
         if spending and any(w.lower() in spending for w in words):
             spends = True
@@ -253,13 +414,31 @@ def _wants_sheet(ctx: CommandContext, template: CharacterTemplate) -> tuple[bool
 
 
 @hookimpl
-async def coterie_pool_resolver(ctx: CommandContext) -> SheetPools | None:
+async def coterie_pool_resolver(ctx: CommandContext) -> SheetPools | _NumbersOnly | None:
     template = templates(ctx.app).get(ctx.variant.name)
     if template is None:
         return None
-    by_name, spends = _wants_sheet(ctx, template)
-    if not by_name and not spends:
+    names, opposed = _opposed(ctx)
+    if isinstance(ctx.resolver, _Opposition):  # set by the command (an NPC's sheet): complete it
+        for who in names:
+            ctx.resolver.opponents[who] = SheetPools(ctx, template, await opponent(ctx, who))
         return None
+    by_name, spends = _wants_sheet(ctx, template)
+    if not by_name and not spends and not opposed:
+        return None
+    own = await _own(ctx, template, by_name, spends) if by_name or spends else None
+    if not opposed:
+        return own
+    resolver = own or _NumbersOnly(ctx)
+    for who in names:
+        resolver.opponents[who] = SheetPools(ctx, template, await opponent(ctx, who))
+    return resolver
+
+
+async def _own(
+    ctx: CommandContext, template: CharacterTemplate, by_name: bool, spends: bool
+) -> SheetPools | None:
+    """The reader of the caller's active character, ``None`` when the roll needs none."""
     record = await store.load_player(ctx.store, chronicle_of(ctx), ctx.message.user)
     active = record.get("active")
     sheet = record["chars"].get(active) if active else None
@@ -277,3 +456,19 @@ async def coterie_pool_resolver(ctx: CommandContext) -> SheetPools | None:
             "(or roll numbers, e.g. `3+2`)"
         )
     return SheetPools(ctx, template, sheet)
+
+
+@hookimpl
+async def coterie_active_character(ctx: CommandContext) -> CharacterView | None:
+    """The caller's active character as a rule set's own command reads it (one read)."""
+    template = templates(ctx.app).get(ctx.variant.name)
+    if template is None:
+        return None
+    record = await store.load_player(ctx.store, chronicle_of(ctx), ctx.message.user)
+    sheet = record["chars"].get(record.get("active") or "")
+    if sheet is None:
+        return None
+    names = [spec.name for spec in template.traits.values()] + list(sheet["custom"])
+    level, penalty = sheets.wound_penalty(template, sheet)
+    ratings = {name: sheets.rating(template, sheet, name) for name in names}
+    return CharacterView(str(sheet["name"]), ratings, level, penalty)

@@ -94,9 +94,14 @@ def _set(template: CharacterTemplate, sheet: dict[str, Any], pairs: list[Any]) -
             tracker = None
         if tracker is not None:
             before = sheets.tracker_text(template, sheet, tracker)
-            _set_tracker(template, sheet, tracker, value)
+            extra = ""
+            if tracker.kind == "level":  # the Stains rules (v5): overflow, Humanity clears
+                _set_tracker(template, {"trackers": {}}, tracker, value)  # the range check
+                extra = sheets.set_level(template, sheet, tracker, value)
+            else:
+                _set_tracker(template, sheet, tracker, value)
             changed.append(
-                f"{tracker.name} {before} → {sheets.tracker_text(template, sheet, tracker)}"
+                f"{tracker.name} {before} → {sheets.tracker_text(template, sheet, tracker)}{extra}"
             )
             continue
         old = sheets.rating(template, sheet, name)
@@ -272,6 +277,11 @@ def validate(template: CharacterTemplate, data: Any, owner: str, owner_name: str
             sheet["specialties"][canonical] = specs[:10]
         for tname, state in data.get("trackers", {}).items():
             _import_tracker(template, sheet, tname, state, bad)
+        rule = template.degeneration
+        if rule is not None and sheet["trackers"].get(rule.stains, {}).get("value", 0) > (
+            room := sheets.stain_room(template, sheet)
+        ):
+            raise bad(f"{rule.stains} must fit the {room} boxes {rule.humanity} leaves free")
         for mname, macro in data.get("macros", {}).items():
             if (
                 not sheets.MACRO.fullmatch(str(mname))
@@ -295,7 +305,11 @@ def _import_tracker(
     tracker = template.tracker(name)
     if tracker is None or tracker.name != name or not isinstance(state, dict):
         raise bad(f"no tracker `{shorten(name)}` in {template.variant}")
-    allowed = {"points": {"current", "max"}, "level": {"value"}, "boxes": {"marks", "size"}}
+    allowed = {
+        "points": {"current", "max"},
+        "level": {"value", "overlap"},
+        "boxes": {"marks", "size"},
+    }
     extra = set(state) - allowed[tracker.kind]
     if extra:
         raise bad(f"{name}: unknown key `{shorten(sorted(extra)[0])}`")
@@ -310,6 +324,11 @@ def _import_tracker(
         target["current"] = current
     if tracker.kind == "level" and "value" in state:
         _set_tracker(template, sheet, tracker, _whole(state["value"], bad))
+    if tracker.kind == "level" and state.get("overlap"):
+        rule = template.degeneration
+        if rule is None or tracker.name != rule.stains or state["overlap"] is not True:
+            raise bad(f"{name}: `overlap` is only `true`, on Stains")
+        target["overlap"] = True
     if tracker.kind == "boxes" and "marks" in state:
         given = state["marks"]
         kinds = [k for k, _ in tracker.marks]

@@ -3,7 +3,9 @@
 The rules come from the room's rule set
 (:meth:`~coterie.framework.variant.Variant.prepare_contest`), and so do the usage lines (a V5
 pool takes Hunger, a revised one a difficulty). Each side's dice are settled and logged as its own
-player's (:class:`~coterie.framework.commands.ContestSides`). A built-in plugin."""
+player's (:class:`~coterie.framework.commands.ContestSides`); a pool written by Trait name
+(``!contest @bob Strength+Brawl``, ``!resist Dex+Athletics``) is read from that player's active
+character when the answer is rolled. A built-in plugin."""
 
 from __future__ import annotations
 
@@ -22,9 +24,12 @@ from coterie.framework.commands import (
 from coterie.framework.grammar import Parsed, parse, shorten, tokens
 from coterie.framework.variant import Standing, Variant
 from coterie.hookimpl import hookimpl
+from coterie.play.byname import SheetPools
 from coterie.play.common import MAX_CONTESTS, actions_state, whole_number
 from coterie.play.rooms import is_mention, is_storyteller, mention_key, mentions, names_person
+from coterie.play.roster import chronicle_of, templates
 from coterie.render.elements import BR, Node, Reply, Text, bold, code
+from coterie.storage import characters as store
 from coterie.storage.state import RoomState
 
 #: a contest waits this long for the next ``!resist`` before it lapses
@@ -74,15 +79,49 @@ def _contest_target(words: list[str], usage: str) -> tuple[list[str], int | None
     return words, None
 
 
-def _read_pool(ctx: CommandContext, words: list[str], versus: bool) -> Parsed:
+def _read_pool(
+    ctx: CommandContext, words: list[str], versus: bool, reader: SheetPools | None = None
+) -> Parsed:
     variant = ctx.variant
     grammar = variant.grammar.versus if versus else variant.grammar
     if grammar is None:
         raise UsageError(f"the {variant.name} rules have no contests between two characters")
-    return parse(words, grammar, max_options=ctx.app.config.limits.max_options)
+    limit = ctx.app.config.limits.max_options
+    if reader is None or not words:
+        return parse(words, grammar, max_options=limit)
+    named = any(c.isalpha() for c in words[0])
+    parsed = parse(
+        words, grammar, max_options=limit, pool=reader.read, preset=reader.preset if named else None
+    )
+    reader.check(parsed)
+    return parsed
 
 
-def _split_target(ctx: CommandContext, words: list[str]) -> tuple[list[str], int | None]:
+async def _reader(
+    ctx: CommandContext, user: str, whose: str, words: list[str]
+) -> SheetPools | None:
+    """Reads a side's pool of Trait names (``!contest @bob Strength+Brawl``, ``!resist
+    Dex+Athletics``) from ``user``'s active character; ``None`` for a pool in numbers."""
+    template = templates(ctx.app).get(ctx.variant.name)
+    grammar = ctx.variant.grammar
+    first = words[0].lower() if words else ""
+    if template is None or not any(c.isalpha() for c in first) or grammar.option(first):
+        return None
+    record = await store.load_player(ctx.store, chronicle_of(ctx), user)
+    sheet = record["chars"].get(record.get("active") or "")
+    if sheet is None:
+        if first in grammar.named_traits:
+            return None  # today's `willpower 7`, typed by hand
+        raise UsageError(
+            f"`{shorten(words[0])}` names Traits, and {whose} no active character here "
+            f"(`{ctx.settings.prefix}char new NAME`; or give numbers, e.g. `3+2`)"
+        )
+    return SheetPools(ctx, template, sheet)
+
+
+def _split_target(
+    ctx: CommandContext, words: list[str], reader: SheetPools | None = None
+) -> tuple[list[str], int | None]:
     """The challenger's pool and the contest's TARGET: ``to N``, or a last bare number the rule
     set's grammar has no room for."""
     usage = contest_usage(ctx.variant)
@@ -90,11 +129,12 @@ def _split_target(ctx: CommandContext, words: list[str]) -> tuple[list[str], int
     if target is not None:
         return words, target
     try:
-        _read_pool(ctx, words, versus=False)
+        _read_pool(ctx, words, versus=False, reader=reader)
         return words, None
     except UsageError:
         if len(words) > 1 and words[-1].isdigit():
-            _read_pool(ctx, words[:-1], versus=False)  # the error of the shorter pool, if any
+            # the error of the shorter pool, if any
+            _read_pool(ctx, words[:-1], versus=False, reader=reader)
             return words[:-1], whole_number(words[-1], "TARGET", 1, 100, usage)
         raise
 
@@ -191,10 +231,13 @@ async def contest(ctx: CommandContext) -> list[Node]:
     opponent = mention_key(words[0])
     if mentions(opponent, ctx.message):
         raise UsageError("you can't contest yourself")
-    pool_words, target = _split_target(ctx, words[1:])
+    reader = await _reader(ctx, ctx.message.user, "you have", words[1:])
+    shown = len(ctx.notes)
+    pool_words, target = _split_target(ctx, words[1:], reader)
     if not pool_words:
         raise UsageError("give your dice pool, e.g. `!contest @bob 6 7`", usage=usage)
-    _check_answerable(ctx, pool_words, target)
+    _check_answerable(ctx, pool_words, target, reader)
+    del ctx.notes[shown:]  # the pool by name is read from the sheet when the answer is rolled
     open_ones = await _contests(state)
     same = next(
         (
@@ -241,7 +284,9 @@ async def contest(ctx: CommandContext) -> list[Node]:
 _STAND_IN = ["1"]
 
 
-def _check_answerable(ctx: CommandContext, pool_words: list[str], target: int | None) -> None:
+def _check_answerable(
+    ctx: CommandContext, pool_words: list[str], target: int | None, reader: SheetPools | None
+) -> None:
     """Refuse now a challenge nobody could answer: build the whole contest roll with a one-die
     stand-in for the other side, so the rule set's own checks (V5: a contest has no
     Difficulty) and the dice limit speak before the contest is stored."""
@@ -249,7 +294,7 @@ def _check_answerable(ctx: CommandContext, pool_words: list[str], target: int | 
     usage = contest_usage(variant)
     try:
         parsed = variant.prepare_contest(
-            _read_pool(ctx, pool_words, versus=False),
+            _read_pool(ctx, pool_words, versus=False, reader=reader),
             _read_pool(ctx, _STAND_IN, versus=True),
             target,
             None,
@@ -300,8 +345,12 @@ async def resist(ctx: CommandContext) -> Reply:
     if not words:
         raise UsageError("give your dice pool, e.g. `!resist 5`", usage=resist_usage(variant))
     standing = Standing(**one["standing"]) if one.get("standing") else None
-    actor = _read_pool(ctx, tokens(one["pool"]), versus=False)
-    opponent = _read_pool(ctx, words, versus=True)
+    # pools by name are read now, each from its own player's active character
+    pool = tokens(one["pool"])
+    whose = f"{one['challenger_name']} has"
+    actor = _read_pool(ctx, pool, False, await _reader(ctx, one["challenger"], whose, pool))
+    mine = await _reader(ctx, ctx.message.user, "you have", words)
+    opponent = _read_pool(ctx, words, versus=True, reader=mine)
     parsed = variant.prepare_contest(actor, opponent, one.get("target"), standing)
     request = variant.build(parsed, ctx.settings)
     count = variant.dice_count(request)

@@ -9,7 +9,13 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from coterie.errors import UsageError
-from coterie.framework.commands import Command, CommandContext, parse_requests, roll_reply
+from coterie.framework.commands import (
+    Command,
+    CommandContext,
+    find_resolver,
+    parse_requests,
+    roll_reply,
+)
 from coterie.framework.grammar import CommandLine, shorten, tokens
 from coterie.framework.message import Message
 from coterie.hookimpl import hookimpl
@@ -104,12 +110,15 @@ async def macro_command(ctx: CommandContext) -> list[Node]:
     roll = " ".join(roll.split())
     # checked now, as it will be rolled: a macro obeys the same rules as typing it out
     trial = replace(ctx, line=replace(ctx.line, args=roll), resolver=None, notes=[])
-    from coterie.play.byname import SheetPools, _wants_sheet
+    from coterie.play.byname import _wants_sheet, canonical_roll
 
-    by_name, spends = _wants_sheet(trial, _template(ctx))
-    if by_name or spends:
-        trial.resolver = SheetPools(trial, _template(ctx), sheet)
+    await find_resolver(trial)  # the sheet, and any character named after `vs`
     parse_requests(trial)
+    by_name, _ = _wants_sheet(trial, _template(ctx))
+    # kept by the names the sheets know (`wits+street` → `Wits+Streetwise`, also after `vs NAME`)
+    opponents = getattr(trial.resolver, "opponents", None)
+    grammar = ctx.variant.grammar
+    roll = canonical_roll(grammar, _template(ctx), sheet if by_name else None, roll, opponents)
     sheet["macros"][name] = {"args": roll, "comment": ctx.line.comment}
     comment = f" # {ctx.line.comment}" if ctx.line.comment else ""
     what = f"macro {prefix}{name} = {roll}{comment}"

@@ -130,6 +130,45 @@ async def find(ctx: CommandContext, who: str | None = None, *, edit: bool = Fals
     raise UsageError(f'no character "{shorten_request(who, 40)}" in this chronicle')
 
 
+#: the pseudo-player whose characters are the chronicle's NPCs (:data:`coterie.play.npcs.
+#: NPC_OWNER`, which imports this module: a test checks the two agree)
+NPC_OWNER = "~npcs"
+
+
+async def opponent(ctx: CommandContext, who: str) -> dict[str, Any]:
+    """The sheet a roll opposes by name (``vs Guard Wits+Awareness``, ``vs @bob …``): one of
+    yours; else, for the Storyteller, any character or NPC of the chronicle; for a player, an
+    NPC the Storyteller has not hidden. Someone else's character stays its player's (their
+    ``!resist`` answers a ``!contest``)."""
+    if is_mention(who):
+        return (await find(ctx, who)).sheet
+    chronicle = chronicle_of(ctx)
+    me = ctx.message.user
+    mine = await store.load_player(ctx.store, chronicle, me)
+    key = _by_name(mine, who)
+    if key is not None:
+        return dict(mine["chars"][key])
+    storyteller = await is_storyteller(ctx)
+    for owner, record in await store.players(ctx.store, chronicle):
+        key = _by_name(record, who)
+        if key is None or owner == me:
+            continue
+        sheet = dict(record["chars"][key])
+        if storyteller or (owner == NPC_OWNER and not sheet.get("hidden")):
+            return sheet
+        if owner == NPC_OWNER:
+            raise UsageError(
+                f"{sheet['name']} is the Storyteller's hidden NPC: only the Storyteller can "
+                "roll against it by name"
+            )
+        raise UsageError(
+            f"{sheet['name']} is {sheet.get('owner_name') or 'another player'}'s character: only "
+            "its player or the Storyteller can read its Traits (`!contest @user` lets its player "
+            "roll)"
+        )
+    raise UsageError(f'no character or NPC "{shorten_request(who, 40)}" in this chronicle')
+
+
 async def _require_storyteller(ctx: CommandContext, edit: bool) -> None:
     if not await is_storyteller(ctx):
         verb = "change" if edit else "see"

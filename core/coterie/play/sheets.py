@@ -225,9 +225,114 @@ def tracker_text(
     current = value(template, sheet, tracker)
     if tracker.kind == "points":
         return f"{current}/{tracker_high(template, sheet, tracker)}"
+    rule = template.degeneration
+    if rule is not None and tracker.name == rule.stains:
+        overlap = " overlapping Humanity" if degenerating(template, sheet) else ""
+        return f"{current}/{stain_room(template, sheet)}{overlap}"
     if tracker.high_rule:
         return f"{current}/{tracker_high(template, sheet, tracker, variant, settings)}"
     return str(current)
+
+
+# --- Humanity and Stains (v5) ---------------------------------------------------------------
+
+
+def _stain_trackers(
+    template: CharacterTemplate, sheet: dict[str, Any]
+) -> tuple[TrackerSpec, TrackerSpec] | None:
+    rule = template.degeneration
+    if rule is None:
+        return None
+    kind = sheet.get("kind", "")
+    humanity = template.tracker_for(kind, rule.humanity)
+    stains = template.tracker_for(kind, rule.stains)
+    return (humanity, stains) if humanity is not None and stains is not None else None
+
+
+def stain_room(template: CharacterTemplate, sheet: dict[str, Any]) -> int:
+    """The boxes of the Humanity track Humanity leaves for Stains."""
+    found = _stain_trackers(template, sheet)
+    if found is None or template.degeneration is None:
+        return 0
+    return max(0, template.degeneration.boxes - value(template, sheet, found[0]))
+
+
+def degenerating(template: CharacterTemplate, sheet: dict[str, Any]) -> bool:
+    """Stains overflowed into Humanity's boxes and have not been cleared since (impaired)."""
+    rule = template.degeneration
+    return rule is not None and bool(sheet["trackers"].get(rule.stains, {}).get("overlap"))
+
+
+def set_stains(template: CharacterTemplate, sheet: dict[str, Any], new: int) -> str | None:
+    """Stains set to ``new``: what finds no empty box beside Humanity marks the overflow damage
+    (one box each) instead and the character degenerates (impaired until the Stains are cleared);
+    a note saying so, else ``None``."""
+    rule = template.degeneration
+    found = _stain_trackers(template, sheet)
+    assert rule is not None and found is not None
+    stains = found[1]
+    old = value(template, sheet, stains)
+    room = stain_room(template, sheet)
+    state = sheet["trackers"].setdefault(stains.name, {})
+    over = max(0, new - room)
+    kept = state.get("overlap") and new >= old
+    state["value"] = min(new, room)
+    if over or kept:
+        state["overlap"] = True
+    else:
+        state.pop("overlap", None)
+    if not over:
+        return None
+    track_name, kind = rule.overflow
+    track = template.tracker_for(sheet.get("kind", ""), track_name)
+    stain = "Stain" if over == 1 else "Stains"
+    note = (
+        f"{over} {stain} past {rule.humanity}'s boxes: impaired (−{rule.impairment} dice) "
+        "until the Stains are cleared"
+    )
+    if track is not None:
+        before = tracker_text(template, sheet, track)
+        full = damage(template, sheet, track, over, kind)
+        after = tracker_text(template, sheet, track)
+        note += f"; {track.name} {before} → {after}" + (f" ({full})" if full else "")
+    return note
+
+
+def set_level(
+    template: CharacterTemplate, sheet: dict[str, Any], tracker: TrackerSpec, new: int
+) -> str:
+    """Set a level tracker (in range already), with the Stains rules: Stains past Humanity's
+    boxes degenerate (:func:`set_stains`), a change of Humanity clears the Stains. Returns what
+    follows the ``Humanity 7 → 6`` line: `` (note)``, ``; Stains 2/3 → 0/4`` or ``""``."""
+    rule = template.degeneration
+    if rule is not None and tracker.name == rule.stains and _stain_trackers(template, sheet):
+        note = set_stains(template, sheet, new)
+        return f" ({note})" if note else ""
+    old = value(template, sheet, tracker)
+    found = _stain_trackers(template, sheet)
+    stains_before = tracker_text(template, sheet, found[1]) if found else ""
+    set_value(sheet, tracker, new)
+    if rule is not None and tracker.name == rule.humanity and new != old:
+        # a change of Humanity starts its track clean (docs/rules/v5.md, reading chosen)
+        cleared = clear_stains(template, sheet, stains_before)
+        return f"; {cleared}" if cleared else ""
+    return ""
+
+
+def clear_stains(
+    template: CharacterTemplate, sheet: dict[str, Any], before: str = ""
+) -> str | None:
+    """Stains back to 0 (Humanity changed, or a remorse roll): ``Stains 2/3 → 0/3``, or ``None``
+    when there were none. ``before``: the Stains as shown before Humanity changed."""
+    found = _stain_trackers(template, sheet)
+    if found is None:
+        return None
+    stains = found[1]
+    if not value(template, sheet, stains) and not degenerating(template, sheet):
+        return None
+    before = before or tracker_text(template, sheet, stains)
+    sheet["trackers"][stains.name] = {"value": 0}
+    return f"{stains.name} {before} → {tracker_text(template, sheet, stains)}"
 
 
 def trackers_of(template: CharacterTemplate, sheet: dict[str, Any]) -> list[TrackerSpec]:

@@ -378,6 +378,8 @@ async def npc(ctx: CommandContext) -> Reply | list[Node]:
     secret = secret_asked or (not public and bool(await state.get("npc_secret", True)))
     ctx.line = replace(ctx.line, args=args)
     ctx.secret = secret  # before the pools are read: a secret pool's makeup stays private
+    if ctx.resolver is not None:  # the NPC's sheet; the hook adds the sheets named after `vs`
+        await find_resolver(ctx)
     requests = parse_requests(ctx, usage=NPC_USAGE)
     outcomes = [await ctx.roll(request) for request in requests]
     full = ctx.variant.compose(outcomes, who, ctx.line.comment)

@@ -86,7 +86,13 @@ def move(
                 )
             new = max(0, min(new, high))
             note = f"{tracker.name} stays at most {high}" if new == high else ""
-        sheets.set_value(sheet, tracker, new)
+        if tracker.kind == "level":
+            # the Stains rules (v5) say what follows the line, or nothing
+            if extra := sheets.set_level(template, sheet, tracker, new):
+                after = sheets.tracker_text(template, sheet, tracker, variant, settings)
+                return f"{tracker.name} {before} → {after}{extra}"
+        else:
+            sheets.set_value(sheet, tracker, new)
     after = sheets.tracker_text(template, sheet, tracker, variant, settings)
     return f"{tracker.name} {before} → {after}" + (f" ({note})" if note else "")
 
