@@ -535,6 +535,32 @@ async def test_a_redelivery_after_a_crash_does_not_post_the_reply_again(fake, se
     assert look.params["oldest"] == event["event"]["ts"]
 
 
+async def test_the_look_for_an_earlier_reply_follows_the_pages(fake, session, monkeypatch):
+    """Many messages came after the reply (newest first, two a page here): the look reads on
+    through ``next_cursor`` until it finds it."""
+    import coterie_slack.posted
+
+    monkeypatch.setattr(coterie_slack.posted, "PAGE", 2)
+    event = message_event("!roll 2 # first")
+    fake.user_posted(event)
+    async with serving(adapter_for(fake)) as adapter:
+        assert await post_event(session, adapter, event) == (200, "")
+        await settle(adapter)
+        for n in range(5):  # later chatter and replies push it back
+            later = message_event(f"!roll 1 # later-{n}")
+            fake.user_posted(later)
+            assert await post_event(session, adapter, later) == (200, "")
+            await settle(adapter)
+        await died_after_posting(adapter, event)
+        retry = {"X-Slack-Retry-Num": "1", "X-Slack-Retry-Reason": "http_timeout"}
+        assert await post_event(session, adapter, event, headers=retry) == (200, "")
+        await settle(adapter)
+    assert len(fake.ok_calls("chat.postMessage")) == 6
+    looks = fake.ok_calls("conversations.history")
+    assert len(looks) > 2 and not looks[0].params.get("cursor") and looks[-1].params["cursor"]
+    assert all(len(look.result["messages"]) <= 2 for look in looks)
+
+
 async def test_a_redelivery_whose_reply_was_never_posted_is_answered(fake, session):
     """The same redelivery when the worker died before its post reached Slack: the look finds
     nothing (other replies in the channel do not count) and the stored reply is posted."""
