@@ -72,7 +72,7 @@ def test_pg_round_trips_counts_them():
 
 
 def test_characters_prints_the_ratio_of_rolls_by_name_to_rolls_by_number():
-    for store in ([], ["--memory"]):
+    for store in ([], ["--memory"], ["--memory", "--fresh"]):
         out = run_bench(str(BENCH / "characters.py"), "--quick", *store)
         assert re.search(r"ratio by name / by number: [0-9.]+x \(target <= 1.2x\)", out), out
         assert re.search(r"!roll Strength\+Brawl 6 +[0-9.]+ µs", out)

@@ -42,11 +42,15 @@ async def say(app: Coterie, text: str, user: str = "ana", room: str = "r") -> st
     return to_plain(body)
 
 
-async def snapshot(app: Coterie) -> Any:
-    return {
-        key: await app.state.get(store.CHARACTERS, key)
-        for key in await app.state.keys(store.CHARACTERS)
-    }
+async def snapshot(app: Coterie, chronicles: tuple[str, ...] = ("test:r", "test:a")) -> Any:
+    """Every character (with its active mark) and undo stack of the tests' chronicles."""
+    found = {}
+    for chronicle in chronicles:
+        rows = await app.state.characters(chronicle)
+        found[chronicle] = [(r.owner, r.key, r.active, r.sheet) for r in rows]
+        for owner in {r.owner for r in rows} | {"ana", "st", "bo"}:
+            found[f"{chronicle} changes {owner}"] = await app.state.changes(chronicle, owner)
+    return found
 
 
 # --- the templates ---------------------------------------------------------------------------

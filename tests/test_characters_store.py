@@ -21,7 +21,9 @@ from coterie.framework.message import Message
 from coterie.render.encode import to_plain
 from coterie.storage import characters as store
 from coterie.storage.migrate import upgrade
+from coterie.storage.postgres import PGTransaction
 from coterie.storage.sql import SQLStore
+from coterie.storage.sqlite import LiteTransaction
 from coterie.storage.state import StateStore
 
 TASKS = 12
@@ -74,21 +76,27 @@ async def test_concurrent_tracker_changes_from_linked_rooms_lose_none(
         code = re.search(r"join ([A-Z0-9]{6})", link)
         assert code, link
         assert "now shares" in await say(second, f"!chronicle join {code[1]}", user="st", room="b")
-        # widen the window between reading the sheet and writing it back
-        real_load = store.load_player
+        # widen the window between reading the sheet and writing it back (the transaction's
+        # read of the active character, on either store)
+        reads = 0
+        for kind in (LiteTransaction, PGTransaction):
+            real = kind.active_character
 
-        async def slow_load(*args: Any) -> Any:
-            found = await real_load(*args)
-            await asyncio.sleep(0.002)
-            return found
+            async def slow_read(self: Any, *args: Any, real: Any = real) -> Any:
+                nonlocal reads
+                found = await real(self, *args)
+                reads += 1
+                await asyncio.sleep(0.002)
+                return found
 
-        monkeypatch.setattr(store, "load_player", slow_load)
+            monkeypatch.setattr(kind, "active_character", slow_read)
         jobs = [
             say(first if i % 2 else second, "!stains +1", room="a" if i % 2 else "b")
             for i in range(10)
         ]
         replies = await asyncio.wait_for(asyncio.gather(*jobs), timeout=90)
         assert all(r.startswith("Lise: Stains") for r in replies), replies
+        assert reads >= 10  # the slowed read is the one the tracker change makes
         assert await _stains(first) == 10
         # each change is logged for !undo: ten undos walk it back to 0
         for _ in range(10):
@@ -104,23 +112,24 @@ async def test_negative_control_room_locks_alone_lose_updates(pg_url: str) -> No
     rooms' locks on PostgreSQL loses updates (SQLite serialises every writer anyway)."""
     await upgrade(pg_url)
     one, two = SQLStore(pg_url), SQLStore(pg_url)
-    await one.set(store.CHARACTERS, "c|ana", {"active": "x", "chars": {"x": {"n": 0}}})
+    await one.save_character("c", "ana", "x", {"n": 0})
+    await one.set_active("c", "ana", "x")
     barrier = asyncio.Barrier(TASKS)
 
     async def bump(on: SQLStore, lock: str) -> None:
         async with on.transaction(lock) as tx:
-            record = await store.load_player(tx, "c", "ana")
+            found = await tx.active_character("c", "ana")
             await barrier.wait()
-            record["chars"]["x"]["n"] += 1
-            await store.save_player(tx, "c", "ana", record)
+            found.sheet["n"] += 1
+            await tx.save_character("c", "ana", found.key, found.sheet)
 
     try:
         await asyncio.wait_for(
             asyncio.gather(*(bump(one if i % 2 else two, f"room{i}") for i in range(TASKS))),
             timeout=60,
         )
-        record = await store.load_player(one, "c", "ana")
-        assert record["chars"]["x"]["n"] < TASKS
+        found = await one.active_character("c", "ana")
+        assert found is not None and 1 <= found.sheet["n"] < TASKS
     finally:
         await one.close()
         await two.close()

@@ -22,11 +22,15 @@ from coterie.play import sheets
 from coterie.play.rooms import is_mention
 from coterie.play.roster import chronicle_of, opponent, templates
 from coterie.render.elements import BR, Text
-from coterie.storage import characters as store
 
 _PART = re.compile(r"([+-]?)([^+-]+)")
 _NUMBERS = re.compile(r"[0-9+-]+")
 _NAMES = {1: "one", 2: "two", 3: "three"}
+#: pools read from shared sheets (``SheetPools(shared=True)``: a store's read-only sheet, never
+#: changed), by sheet, template and token; each kept with its sheet and template, whose ids thus
+#: stay theirs while it is here
+_POOLS_MOST = 4096
+_pools: dict[tuple[int, int, str], tuple[dict[str, Any], CharacterTemplate, Pool, str, bool]] = {}
 
 
 def template_tracker(template: CharacterTemplate, name: str) -> bool:
@@ -210,10 +214,16 @@ class SheetPools(_Opposition):
     PoolResolver`)."""
 
     def __init__(
-        self, ctx: CommandContext, template: CharacterTemplate, sheet: dict[str, Any]
+        self,
+        ctx: CommandContext,
+        template: CharacterTemplate,
+        sheet: dict[str, Any],
+        *,
+        shared: bool = False,
     ) -> None:
         self.template = template
         self.sheet = sheet
+        self.shared = shared  # a store's read-only sheet: pools read from it are kept
         self.ctx = ctx
         self.opponents = {}
         self.specialty = False
@@ -224,6 +234,25 @@ class SheetPools(_Opposition):
             self.preset[slot] = 0 if tracker is None else sheets.value(template, sheet, tracker)
 
     def read(self, token: str) -> Pool:
+        wanted = (id(self.sheet), id(self.template), token)
+        known = _pools.get(wanted) if self.shared else None
+        if known is not None and known[0] is self.sheet and known[1] is self.template:
+            pool, note, specialty = known[2:]
+            self.specialty = self.specialty or specialty
+        else:
+            before, self.specialty = self.specialty, False
+            pool, note = self._read(token)
+            specialty, self.specialty = self.specialty, before or self.specialty
+            if self.shared:
+                if len(_pools) >= _POOLS_MOST:
+                    _pools.clear()
+                _pools[wanted] = (self.sheet, self.template, pool, note, specialty)
+        if not getattr(self.ctx, "secret", False):  # a secret roll's pool stays out of the room
+            self.ctx.notes += [BR, Text(note)]
+        return pool
+
+    def _read(self, token: str) -> tuple[Pool, str]:
+        """The pool ``token`` reads from the sheet, and the line that says how."""
         template, sheet = self.template, self.sheet
         terms: list[PoolTerm] = []
         named: list[tuple[str, int]] = []
@@ -260,14 +289,11 @@ class SheetPools(_Opposition):
         self._check(token, named, alone)
         if not trackers:
             terms += self._penalties(named, reflexive, categories)
-        self._show(terms)
-        return Pool(tuple(terms))
+        return Pool(tuple(terms)), self._show(terms)
 
-    def _show(self, terms: list[PoolTerm]) -> None:
-        """Say under the roll how the sheet made the pool: ``Lise: Strength 3 + Brawl 2 − 1
-        (Hurt) = 4 dice`` (not under a secret roll: the room would learn the pool)."""
-        if getattr(self.ctx, "secret", False):
-            return
+    def _show(self, terms: list[PoolTerm]) -> str:
+        """The line under the roll that says how the sheet made the pool: ``Lise: Strength 3 +
+        Brawl 2 − 1 (Hurt) = 4 dice``."""
         parts: list[str] = []
         for term in terms:
             sign = "−" if term.sign < 0 else "+"
@@ -284,7 +310,7 @@ class SheetPools(_Opposition):
         elif total < 1:
             total, extra = 1, " (a pool never falls below one die)"
         dice = "die" if total == 1 else "dice"
-        self.ctx.notes += [BR, Text(f"{self.sheet['name']}: {text} = {total} {dice}{extra}")]
+        return f"{self.sheet['name']}: {text} = {total} {dice}{extra}"
 
     def _dice(self, name: str, is_trait: bool, tracker: TrackerSpec | None) -> int:
         template, sheet = self.template, self.sheet
@@ -439,10 +465,9 @@ async def _own(
     ctx: CommandContext, template: CharacterTemplate, by_name: bool, spends: bool
 ) -> SheetPools | None:
     """The reader of the caller's active character, ``None`` when the roll needs none."""
-    record = await store.load_player(ctx.store, chronicle_of(ctx), ctx.message.user)
-    active = record.get("active")
-    sheet = record["chars"].get(active) if active else None
-    if sheet is None:
+    # the pool is only read from the sheet: no copy of it
+    active = await ctx.store.active_character(chronicle_of(ctx), ctx.message.user, readonly=True)
+    if active is None:
         first = tokens(ctx.args.split(";")[0])[:1]
         named = ctx.variant.grammar.named_traits
         if not by_name or (first and first[0].lower() in named):
@@ -455,7 +480,7 @@ async def _own(
             f"`{prefix}char new NAME`, then `{prefix}char set Strength 3 …` "
             "(or roll numbers, e.g. `3+2`)"
         )
-    return SheetPools(ctx, template, sheet)
+    return SheetPools(ctx, template, active.sheet, shared=True)
 
 
 @hookimpl
@@ -464,10 +489,10 @@ async def coterie_active_character(ctx: CommandContext) -> CharacterView | None:
     template = templates(ctx.app).get(ctx.variant.name)
     if template is None:
         return None
-    record = await store.load_player(ctx.store, chronicle_of(ctx), ctx.message.user)
-    sheet = record["chars"].get(record.get("active") or "")
-    if sheet is None:
+    active = await ctx.store.active_character(chronicle_of(ctx), ctx.message.user, readonly=True)
+    if active is None:
         return None
+    sheet = active.sheet
     names = [spec.name for spec in template.traits.values()] + list(sheet["custom"])
     level, penalty = sheets.wound_penalty(template, sheet)
     ratings = {name: sheets.rating(template, sheet, name) for name in names}

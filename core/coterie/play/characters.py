@@ -20,7 +20,6 @@ from coterie.hookimpl import hookimpl
 from coterie.play import sheets
 from coterie.play.roster import Found, chronicle_of, find, has_sheets, save, template_of
 from coterie.render.elements import BR, Node, Text, bold, code
-from coterie.storage import characters as store
 
 CHAR_USAGE = (
     "!char [new NAME [KIND] | use NAME | list | set TRAIT N … | add GROUP NAME N | "
@@ -140,15 +139,14 @@ async def _new(ctx: CommandContext, template: CharacterTemplate, words: list[str
     name = " ".join(words)
     sheet = sheets.new_sheet(template, name, kind, ctx.message.user, ctx.message.display_name)
     chronicle = chronicle_of(ctx)
-    record = await store.load_player(ctx.store, chronicle, ctx.message.user)
+    mine = {row.key: row.sheet for row in await ctx.store.characters(chronicle, ctx.message.user)}
     key = fold(name)
-    if key in record["chars"]:
-        raise UsageError(f"you already have a character called {record['chars'][key]['name']}")
-    if len(record["chars"]) >= 20:
+    if key in mine:
+        raise UsageError(f"you already have a character called {mine[key]['name']}")
+    if len(mine) >= 20:
         raise UsageError("20 characters per player in a chronicle is the most")
-    record["chars"][key] = sheet
-    record["active"] = key
-    await store.save_player(ctx.store, chronicle, ctx.message.user, record)
+    await ctx.store.save_character(chronicle, ctx.message.user, key, sheet)
+    await ctx.store.set_active(chronicle, ctx.message.user, key)
     prefix = ctx.settings.prefix
     kind_text = f", {sheet['kind']}" if sheet["kind"] else ""
     return [
@@ -163,17 +161,14 @@ async def _use(ctx: CommandContext, words: list[str]) -> list[Node]:
     if not words:
         raise UsageError("which character? `!char use NAME`")
     chronicle = chronicle_of(ctx)
-    record = await store.load_player(ctx.store, chronicle, ctx.message.user)
+    mine = {row.key: row.sheet for row in await ctx.store.characters(chronicle, ctx.message.user)}
     wanted = fold(" ".join(words))
-    keys = [k for k in record["chars"] if k == wanted] or [
-        k for k in record["chars"] if k.startswith(wanted)
-    ]
+    keys = [k for k in mine if k == wanted] or [k for k in mine if k.startswith(wanted)]
     if len(keys) != 1:
-        names = ", ".join(c["name"] for c in record["chars"].values()) or "none yet"
+        names = ", ".join(c["name"] for c in mine.values()) or "none yet"
         raise UsageError(f'you have no character "{shorten(" ".join(words))}" here ({names})')
-    record["active"] = keys[0]
-    await store.save_player(ctx.store, chronicle, ctx.message.user, record)
-    return [bold(record["chars"][keys[0]]["name"]), Text(" is now your active character here.")]
+    await ctx.store.set_active(chronicle, ctx.message.user, keys[0])
+    return [bold(mine[keys[0]]["name"]), Text(" is now your active character here.")]
 
 
 async def _list(ctx: CommandContext) -> list[Node]:
@@ -182,13 +177,10 @@ async def _list(ctx: CommandContext) -> list[Node]:
     chronicle = chronicle_of(ctx)
     everyone = await is_storyteller(ctx)
     lines: list[Node] = []
-    for owner, record in await store.players(ctx.store, chronicle):
-        if owner != ctx.message.user and not everyone:
-            continue
-        for key, sheet in record["chars"].items():
-            star = "★ " if record.get("active") == key else ""
-            lines += [BR, Text(f"{star}"), bold(sheet["name"])]
-            lines.append(Text(f" ({sheet.get('owner_name', owner)})"))
+    for row in await ctx.store.characters(chronicle, None if everyone else ctx.message.user):
+        star = "★ " if row.active else ""
+        lines += [BR, Text(f"{star}"), bold(row.sheet["name"])]
+        lines.append(Text(f" ({row.sheet.get('owner_name', row.owner)})"))
     if not lines:
         return [Text("No characters here yet: `!char new NAME` makes one.")]
     return [bold("Characters"), *lines]
@@ -206,15 +198,14 @@ async def _import(ctx: CommandContext, template: CharacterTemplate, text: str) -
         raise UsageError(f"that is not a character's JSON: {error}") from None
     sheet = validate(template, data, ctx.message.user, ctx.message.display_name)
     chronicle = chronicle_of(ctx)
-    record = await store.load_player(ctx.store, chronicle, ctx.message.user)
+    mine = await ctx.store.characters(chronicle, ctx.message.user)
     key = fold(sheet["name"])
-    if key in record["chars"]:
+    if any(row.key == key for row in mine):
         raise UsageError(
             f"you already have a character called {sheet['name']}: rename or delete it first"
         )
-    record["chars"][key] = sheet
-    record["active"] = key
-    await store.save_player(ctx.store, chronicle, ctx.message.user, record)
+    await ctx.store.save_character(chronicle, ctx.message.user, key, sheet)
+    await ctx.store.set_active(chronicle, ctx.message.user, key)
     return [
         Text("Imported "),
         bold(sheet["name"]),
@@ -465,10 +456,7 @@ async def _delete(ctx: CommandContext, words: list[str]) -> list[Node]:
             code(f"{prefix}char delete {found.name} confirm"),
             Text(" to do it."),
         ]
-    del found.record["chars"][found.key]
-    if found.record.get("active") == found.key:
-        found.record["active"] = None
-    await store.save_player(ctx.store, chronicle_of(ctx), found.owner, found.record)
+    await ctx.store.delete_character(chronicle_of(ctx), found.owner, found.key)
     return [bold(found.name), Text(" is deleted.")]
 
 
@@ -488,14 +476,12 @@ async def undo_command(ctx: CommandContext) -> list[Node]:
     """Take back the author's latest change that is still the sheet's latest."""
     chronicle = chronicle_of(ctx)
     me = ctx.message.user
-    stack = await store.changes(ctx.store, chronicle, me)
-    if not stack:
+    change = await ctx.store.pop_change(chronicle, me)
+    if change is None:
         raise UsageError("nothing of yours to undo in this chronicle")
-    change = stack.pop()
-    record = await store.load_player(ctx.store, chronicle, change["owner"])
-    sheet = record["chars"].get(change["key"])
-    if sheet is None:
-        await store.set_changes(ctx.store, chronicle, me, stack)
+    rows = await ctx.store.characters(chronicle, change["owner"])
+    sheet = next((row.sheet for row in rows if row.key == change["key"]), None)
+    if sheet is None:  # the change is dropped (popped), nothing else happens
         return [Text(f"Can't undo {change['what']}: that character is gone.")]
     if sheet.get("version") != change["version"]:
         raise UsageError(
@@ -504,10 +490,7 @@ async def undo_command(ctx: CommandContext) -> list[Node]:
         )
     # the sheet as it was, version and all: an earlier change (anyone's) whose result that
     # version was can then be undone in turn
-    restored = dict(change["before"])
-    record["chars"][change["key"]] = restored
-    await store.save_player(ctx.store, chronicle, change["owner"], record)
-    await store.set_changes(ctx.store, chronicle, me, stack)
+    await ctx.store.save_character(chronicle, change["owner"], change["key"], change["before"])
     return [Text("Undone: "), bold(change["what"]), Text(f" (was {change['command']})")]
 
 

@@ -22,7 +22,6 @@ from coterie.hookimpl import hookimpl
 from coterie.play import sheets
 from coterie.play.roster import find, has_sheets, save
 from coterie.render.elements import BR, Node, Reply, Text, bold, code
-from coterie.storage import characters as store
 
 if TYPE_CHECKING:
     from coterie.framework.app import Coterie
@@ -156,8 +155,8 @@ async def coterie_command_fallback(
         return None
     settings = await app.room_settings(message.room_key)
     chronicle = settings.chronicle or message.room_key
-    record = await store.load_player(app.state, chronicle, message.user)
-    sheet = record["chars"].get(record.get("active") or "")
+    active = await app.state.active_character(chronicle, message.user, readonly=True)
+    sheet = active.sheet if active is not None else None
     macro = sheet["macros"].get(line.command) if sheet else None
     if macro is None:
         return None

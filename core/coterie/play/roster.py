@@ -15,7 +15,7 @@ from coterie.framework.characters import CharacterTemplate, fold
 from coterie.framework.commands import CommandContext, shorten_request
 from coterie.framework.variant import Variant
 from coterie.play.rooms import is_mention, is_storyteller, mention_key, names_person
-from coterie.storage import characters as store
+from coterie.storage.character_rows import Character
 
 if TYPE_CHECKING:
     from coterie.framework.app import Coterie
@@ -62,10 +62,10 @@ def chronicle_of(ctx: CommandContext) -> str:
 
 @dataclass
 class Found:
-    """A character a command reads or changes, with its player's record."""
+    """A character a command reads or changes: its owner, key, sheet (the command's own copy,
+    changed in place) and the sheet as it was read (for ``!undo``)."""
 
     owner: str
-    record: dict[str, Any]
     key: str
     sheet: dict[str, Any]
     before: dict[str, Any]
@@ -75,18 +75,23 @@ class Found:
         return str(self.sheet["name"])
 
 
-def _found(owner: str, record: dict[str, Any], key: str) -> Found:
-    sheet = record["chars"][key]
-    return Found(owner, record, key, sheet, copy.deepcopy(sheet))
+def _found(row: Character) -> Found:
+    return Found(row.owner, row.key, row.sheet, copy.deepcopy(row.sheet))
 
 
-def _by_name(record: dict[str, Any], name: str) -> str | None:
-    """The key of the character ``name`` names (exact, else a unique prefix)."""
+def _by_name(rows: list[Character], name: str) -> Character | None:
+    """The character ``name`` names among one owner's (exact, else a unique prefix)."""
     key = fold(name)
-    if key in record["chars"]:
-        return key
-    starting = [k for k in record["chars"] if k.startswith(key)]
+    exact = [row for row in rows if row.key == key]
+    starting = exact or [row for row in rows if row.key.startswith(key)]
     return starting[0] if len(starting) == 1 else None
+
+
+def _owners(rows: list[Character]) -> dict[str, list[Character]]:
+    by_owner: dict[str, list[Character]] = {}
+    for row in rows:
+        by_owner.setdefault(row.owner, []).append(row)
+    return by_owner
 
 
 async def find(ctx: CommandContext, who: str | None = None, *, edit: bool = False) -> Found:
@@ -96,37 +101,32 @@ async def find(ctx: CommandContext, who: str | None = None, *, edit: bool = Fals
     chronicle = chronicle_of(ctx)
     me = ctx.message.user
     if who is None:
-        record = await store.load_player(ctx.store, chronicle, me)
-        active = record.get("active")
-        if not active or active not in record["chars"]:
+        active = await ctx.store.active_character(chronicle, me)
+        if active is None:
             prefix = ctx.settings.prefix
             raise UsageError(
                 f"you have no character in this chronicle yet: `{prefix}char new NAME` makes one"
-                if not record["chars"]
+                if not await ctx.store.characters(chronicle, me)
                 else f"you have no active character here: `{prefix}char use NAME` picks one"
             )
-        return _found(me, record, active)
+        return _found(active)
     if is_mention(who):
         wanted = mention_key(who)
-        for owner, record in await store.players(ctx.store, chronicle):
-            if not record["chars"]:
-                continue
-            first = next(iter(record["chars"].values()))
-            if names_person(wanted, owner, first.get("owner_name")):
+        for owner, rows in _owners(await ctx.store.characters(chronicle)).items():
+            if names_person(wanted, owner, rows[0].sheet.get("owner_name")):
                 if owner != me:
                     await _require_storyteller(ctx, edit)
-                key = record.get("active") or next(iter(record["chars"]))
-                return _found(owner, record, key)
+                return _found(next((row for row in rows if row.active), rows[0]))
         raise UsageError(f"{shorten_request(who, 40)} has no character in this chronicle")
-    mine = await store.load_player(ctx.store, chronicle, me)
-    key = _by_name(mine, who)
-    if key is not None:
-        return _found(me, mine, key)
-    for owner, record in await store.players(ctx.store, chronicle):
-        key = _by_name(record, who)
-        if key is not None and owner != me:
+    everyone = _owners(await ctx.store.characters(chronicle))
+    mine = _by_name(everyone.pop(me, []), who)
+    if mine is not None:
+        return _found(mine)
+    for rows in everyone.values():
+        found = _by_name(rows, who)
+        if found is not None:
             await _require_storyteller(ctx, edit)
-            return _found(owner, record, key)
+            return _found(found)
     raise UsageError(f'no character "{shorten_request(who, 40)}" in this chronicle')
 
 
@@ -144,16 +144,16 @@ async def opponent(ctx: CommandContext, who: str) -> dict[str, Any]:
         return (await find(ctx, who)).sheet
     chronicle = chronicle_of(ctx)
     me = ctx.message.user
-    mine = await store.load_player(ctx.store, chronicle, me)
-    key = _by_name(mine, who)
-    if key is not None:
-        return dict(mine["chars"][key])
+    everyone = _owners(await ctx.store.characters(chronicle))
+    mine = _by_name(everyone.pop(me, []), who)
+    if mine is not None:
+        return mine.sheet
     storyteller = await is_storyteller(ctx)
-    for owner, record in await store.players(ctx.store, chronicle):
-        key = _by_name(record, who)
-        if key is None or owner == me:
+    for owner, rows in everyone.items():
+        found = _by_name(rows, who)
+        if found is None:
             continue
-        sheet = dict(record["chars"][key])
+        sheet = found.sheet
         if storyteller or (owner == NPC_OWNER and not sheet.get("hidden")):
             return sheet
         if owner == NPC_OWNER:
@@ -180,12 +180,10 @@ async def save(ctx: CommandContext, found: Found, what: str, *, undoable: bool =
     sheet = found.sheet
     sheet["version"] = int(found.before.get("version", 0)) + 1
     sheet["updated"] = time.time()
-    found.record["chars"][found.key] = sheet
     chronicle = chronicle_of(ctx)
-    await store.save_player(ctx.store, chronicle, found.owner, found.record)
+    await ctx.store.save_character(chronicle, found.owner, found.key, sheet)
     if undoable:
-        await store.push_change(
-            ctx.store,
+        await ctx.store.push_change(
             chronicle,
             ctx.message.user,
             {

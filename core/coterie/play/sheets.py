@@ -203,7 +203,9 @@ def wound_penalty(template: CharacterTemplate, sheet: dict[str, Any]) -> tuple[s
     tracker = template.tracker(health.tracker)
     if tracker is None:
         return "", 0
-    count = sum(marks(template, sheet, tracker).values())
+    state = sheet["trackers"].get(tracker.name)
+    # an unmarked track (the usual case) needs no count
+    count = sum(marks(template, sheet, tracker).values()) if state and state.get("marks") else 0
     name, penalty = health.levels[min(count, len(health.levels) - 1)]
     return name, penalty
 

@@ -1,84 +1,76 @@
-"""Where characters are kept: per chronicle and player, through the state store's transactions.
+"""Where characters are kept: per chronicle and owner, in rows of their own (the ``characters``
+and ``character_changes`` tables on SQLite and PostgreSQL, migration ``0002``), through the
+state store's character methods (:class:`~coterie.storage.character_rows.CharacterStore`, part of
+:class:`~coterie.storage.state.StateStore` and :class:`~coterie.storage.state.Transaction`).
 
-A player's characters in a chronicle are one value (``{"active": KEY, "chars": {KEY: sheet}}``)
-so that a roll by name reads the active sheet in one read. The change log behind ``!undo`` is a
-bounded stack per chronicle and author. Both go through :class:`~coterie.storage.state.
-StateStore` transactions (the command's own), so a change lands with the command's roll log
-entry or not at all, on every store; rooms linked into one chronicle run their commands under
-the chronicle's lock (``coterie.framework.app``), so two changes to one sheet never interleave.
+Commands call those methods on ``ctx.store`` — the command's own transaction — so a change lands
+with the command's roll log entry or not at all, on every store; rooms linked into one chronicle
+run their commands under the chronicle's lock (``coterie.framework.app``), so two changes to one
+sheet never interleave. A roll by name reads the active sheet alone, in one read
+(:meth:`~coterie.storage.character_rows.CharacterStore.active_character`).
 
-Why the key-value store and not tables of their own: both SQL stores commit a transaction's
-writes together (the PostgreSQL one in a single round trip) through the key-value API; sheets
-are read and written whole, never queried by column. See ``docs/characters.md``.
+The functions below keep the older whole-player shape (``{"active": KEY, "chars": {KEY:
+sheet}}``) for code written against it (the NPC commands); they are built on the same methods.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
+from coterie.storage.character_rows import UNDO_DEPTH as UNDO_DEPTH
+from coterie.storage.character_rows import Character as Character
 from coterie.storage.state import StateStore, Transaction
 
-#: a player's characters in a chronicle, by ``CHRONICLE|USER``
-CHARACTERS = "coterie.characters"
-#: the undo stack of an author in a chronicle, by ``CHRONICLE|USER``
-CHANGES = "coterie.character_changes"
-#: one-time codes linking a room into a chronicle, by code
+#: one-time codes linking a room into a chronicle, by code (short-lived: kept in ``kv``)
 LINKS = "coterie.chronicle_links"
-#: changes kept per author for ``!undo``
-UNDO_DEPTH = 20
 
 Store = StateStore | Transaction
 
 
-def player_key(chronicle: str, user: str) -> str:
-    return f"{chronicle}|{user}"
+def record_of(rows: Iterable[Character]) -> dict[str, Any]:
+    """One owner's characters as ``{"active": KEY | None, "chars": {KEY: sheet}}``."""
+    rows = list(rows)
+    chars = {row.key: row.sheet for row in rows}
+    active = next((row.key for row in rows if row.active), None) if chars else None
+    return {"active": active, "chars": chars}
 
 
 async def load_player(store: Store, chronicle: str, user: str) -> dict[str, Any]:
     """A player's characters in a chronicle: ``{"active": KEY | None, "chars": {...}}``."""
-    found = await store.get(CHARACTERS, player_key(chronicle, user))
-    if not isinstance(found, dict):
-        return {"active": None, "chars": {}}
-    found.setdefault("chars", {})
-    found.setdefault("active", None)
-    return found
+    return record_of(await store.characters(chronicle, user))
 
 
 async def save_player(store: Store, chronicle: str, user: str, record: dict[str, Any]) -> None:
-    if record.get("chars"):
-        await store.set(CHARACTERS, player_key(chronicle, user), record)
-    else:
-        await store.delete(CHARACTERS, player_key(chronicle, user))
+    """Store ``record`` (the shape :func:`load_player` gives) as the player's characters: the
+    sheets that differ from the stored ones are written, the missing ones deleted."""
+    stored = {row.key: row for row in await store.characters(chronicle, user)}
+    chars: dict[str, Any] = record.get("chars") or {}
+    for key in stored.keys() - chars.keys():
+        await store.delete_character(chronicle, user, key)
+    for key, sheet in chars.items():
+        if key not in stored or stored[key].sheet != sheet:
+            await store.save_character(chronicle, user, key, sheet)
+    active = record.get("active")
+    active = active if active in chars else None
+    was = next((key for key, row in stored.items() if row.active), None)
+    if active != was:
+        await store.set_active(chronicle, user, active)
 
 
 async def players(store: Store, chronicle: str) -> list[tuple[str, dict[str, Any]]]:
-    """Every player with characters in a chronicle, by user id."""
-    prefix = f"{chronicle}|"
-    out = []
-    for key in await store.keys(CHARACTERS, prefix):
-        record = await load_player(store, chronicle, key[len(prefix) :])
-        out.append((key[len(prefix) :], record))
-    return out
+    """Every owner with characters in a chronicle, by owner."""
+    by_owner: dict[str, list[Character]] = {}
+    for row in await store.characters(chronicle):
+        by_owner.setdefault(row.owner, []).append(row)
+    return [(owner, record_of(rows)) for owner, rows in sorted(by_owner.items())]
 
 
 async def push_change(store: Store, chronicle: str, author: str, change: dict[str, Any]) -> None:
     """Remember a change for ``!undo`` (the newest :data:`UNDO_DEPTH` are kept)."""
-    key = player_key(chronicle, author)
-    stack = await store.get(CHANGES, key) or []
-    stack.append(change)
-    await store.set(CHANGES, key, stack[-UNDO_DEPTH:])
+    await store.push_change(chronicle, author, change, UNDO_DEPTH)
 
 
 async def changes(store: Store, chronicle: str, author: str) -> list[dict[str, Any]]:
-    found = await store.get(CHANGES, player_key(chronicle, author))
-    return found if isinstance(found, list) else []
-
-
-async def set_changes(
-    store: Store, chronicle: str, author: str, stack: list[dict[str, Any]]
-) -> None:
-    key = player_key(chronicle, author)
-    if stack:
-        await store.set(CHANGES, key, stack)
-    else:
-        await store.delete(CHANGES, key)
+    """The author's ``!undo`` stack, oldest first."""
+    return await store.changes(chronicle, author)

@@ -61,14 +61,50 @@ def _define_tables() -> SimpleNamespace:
         sa.UniqueConstraint("id", name="uq_rolls_id"),
         sa.Index("ix_rolls_room_seq", "room", "seq"),
     )
-    return SimpleNamespace(metadata=metadata, kv=kv, rolls=rolls)
+    #: characters (#17): one row per character of a player (or of a chronicle's NPCs, owner
+    #: ``~npcs``) in a chronicle; ``key`` is the folded name, ``sheet`` the JSON sheet, ``active``
+    #: marks the player's active character (at most one row per chronicle and owner)
+    characters = sa.Table(
+        "characters",
+        metadata,
+        sa.Column("chronicle", sa.Text, nullable=False),
+        sa.Column("owner", sa.Text, nullable=False),
+        sa.Column("key", sa.Text, nullable=False),
+        sa.Column("sheet", sa.Text, nullable=False),
+        sa.Column("active", sa.Boolean, nullable=False),
+        sa.Column("updated_at", sa.Double, nullable=False),
+        sa.PrimaryKeyConstraint("chronicle", "owner", "key", name="pk_characters"),
+    )
+    #: the ``!undo`` stack of each author in a chronicle, oldest first (``seq``), bounded
+    character_changes = sa.Table(
+        "character_changes",
+        metadata,
+        sa.Column(
+            "seq",
+            sa.BigInteger().with_variant(sa.Integer(), "sqlite"),
+            primary_key=True,
+            autoincrement=True,
+        ),
+        sa.Column("chronicle", sa.Text, nullable=False),
+        sa.Column("author", sa.Text, nullable=False),
+        sa.Column("change", sa.Text, nullable=False),
+        sa.Index("ix_character_changes_author", "chronicle", "author", "seq"),
+    )
+    return SimpleNamespace(
+        metadata=metadata,
+        kv=kv,
+        rolls=rolls,
+        characters=characters,
+        character_changes=character_changes,
+    )
 
 
 _tables: SimpleNamespace | None = None
 
 
 def tables() -> SimpleNamespace:
-    """The SQLAlchemy ``metadata`` and the ``kv`` and ``rolls`` tables (SQLAlchemy is imported
+    """The SQLAlchemy ``metadata`` and the ``kv``, ``rolls``, ``characters`` and
+    ``character_changes`` tables (SQLAlchemy is imported
     on first use: the SQLite hot path and start-up never need it)."""
     global _tables
     if _tables is None:

@@ -8,6 +8,7 @@ import json
 import time
 from typing import TYPE_CHECKING, Any
 
+from coterie.storage.character_rows import UNDO_DEPTH, Character, CharacterWrites, parse_sheet
 from coterie.storage.state import RollRecord, check_json
 
 if TYPE_CHECKING:
@@ -24,9 +25,18 @@ if TYPE_CHECKING:
 ADVISORY_CLASS = 0x0C07E
 
 
+#: the pseudo-namespace under which a transaction (and the read cache) keeps the active character
+#: of a player, keyed ``CHRONICLE<US>OWNER``, valued ``KEY<US>SHEET``: it is read ahead, cached
+#: and invalidated by notices like a ``kv`` value
+ACTIVE_NS = "\x1dcharacter"
+#: the active character of a player (one row at most)
+SELECT_ACTIVE = (
+    "SELECT key || chr(31) || sheet FROM characters WHERE chronicle = $1 AND owner = $2 AND active"
+)
 #: a function each connection creates for itself (in its temporary schema, so no migration is
 #: involved): take the session-level advisory lock of ``lock_key`` (none for ``''``), then read
-#: the given keys. A VOLATILE PL/pgSQL function takes a fresh snapshot for each query, so the
+#: the given keys — ``kv`` values, and the active characters asked for under
+#: :data:`ACTIVE_NS`. A VOLATILE PL/pgSQL function takes a fresh snapshot for each query, so the
 #: read sees everything committed before the lock was granted.
 PG_SETUP = """
 CREATE OR REPLACE FUNCTION pg_temp.coterie_lock_read(
@@ -38,7 +48,12 @@ BEGIN
     END IF;
     RETURN QUERY SELECT kv.namespace, kv.key, kv.value
         FROM kv JOIN unnest(namespaces, keys) AS wanted (ns, k)
-        ON kv.namespace = wanted.ns AND kv.key = wanted.k;
+        ON kv.namespace = wanted.ns AND kv.key = wanted.k
+    UNION ALL SELECT wanted.ns, wanted.k, c.key || chr(31) || c.sheet
+        FROM unnest(namespaces, keys) AS wanted (ns, k) JOIN characters AS c
+        ON wanted.ns = chr(29) || 'character'
+        AND c.chronicle = split_part(wanted.k, chr(31), 1)
+        AND c.owner = split_part(wanted.k, chr(31), 2) AND c.active;
 END
 $body$
 """
@@ -48,11 +63,27 @@ PG_POOL_SIZE = 15
 #: keys remembered per lock to read ahead in a transaction's first round trip; locks remembered
 PG_READ_AHEAD_KEYS = 32
 PG_READ_AHEAD_LOCKS = 1024
+#: active sheets read ahead per lock: those of the last players who read theirs under it (so a
+#: room's players rolling by name in turn find their sheet in the first round trip)
+PG_READ_AHEAD_SHEETS = 6
 #: the channel on which a commit names the keys it changed (``NAMESPACE<US>KEY``; ``*``: any)
 PG_CHANNEL = "coterie_kv"
 #: values a PostgreSQL store keeps from ``get`` outside transactions
 PG_CACHE_SIZE = 4096
 _ROLL_COLUMNS = ", ".join(f'"{name}"' for name in ROLL_FIELDS)
+
+
+def active_key(chronicle: str, owner: str) -> tuple[str, str]:
+    """The pseudo-key of a player's active character (see :data:`ACTIVE_NS`)."""
+    return ACTIVE_NS, f"{chronicle}\x1f{owner}"
+
+
+def active_character(owner: str, value: str | None, readonly: bool = False) -> Character | None:
+    """The active character from its pseudo-key's value."""
+    if value is None:
+        return None
+    key, _, sheet = value.partition("\x1f")
+    return Character(owner, key, parse_sheet(sheet, readonly), True)
 
 
 def _notice(namespace: str, key: str) -> str:
@@ -102,6 +133,14 @@ class PGTransaction:
         self._writes: dict[tuple[str, str], str | None] = {}  # None: deleted
         self._rolls: list[tuple[Any, ...]] = []
         self._touched: list[tuple[str, str]] = []
+        #: characters written (sheets as JSON text), sent with the commit
+        self._chars = CharacterWrites()
+        #: ``!undo`` stacks read here, as (seq, JSON text) — seq ``None``: pushed here
+        self._stacks: dict[tuple[str, str], list[tuple[int | None, str]]] = {}
+        self._loaded: dict[tuple[str, str], list[int]] = {}
+        #: changes pushed onto stacks not read here, and how many each stack keeps
+        self._pushed: dict[tuple[str, str], list[str]] = {}
+        self._keep: dict[tuple[str, str], int] = {}
 
     async def _start(self, first: tuple[str, str] | None) -> None:
         wanted = list(self._store._read_ahead.get(self._lock, ()))
@@ -131,11 +170,155 @@ class PGTransaction:
             await self._start(wanted)
         if wanted not in self._read:
             self.busy = True
-            self._read[wanted] = await self._conn.fetchval(
-                "SELECT value FROM kv WHERE namespace = $1 AND key = $2", namespace, key
-            )
+            if namespace == ACTIVE_NS:
+                chronicle, _, owner = key.partition("\x1f")
+                self._read[wanted] = await self._conn.fetchval(SELECT_ACTIVE, chronicle, owner)
+            else:
+                self._read[wanted] = await self._conn.fetchval(
+                    "SELECT value FROM kv WHERE namespace = $1 AND key = $2", namespace, key
+                )
             self.busy = False
         return self._read[wanted]
+
+    async def _fetch(self, query: str, *args: Any) -> list[Any]:
+        if not self.started:
+            await self._start(None)
+        self.busy = True
+        rows: list[Any] = await self._conn.fetch(query, *args)
+        self.busy = False
+        return rows
+
+    async def _locked(self) -> None:
+        if self._lock and not self.started:  # the room is this transaction's from now on
+            await self._start(None)
+
+    # characters (coterie.storage.character_rows.CharacterStore)
+
+    async def active_character(
+        self, chronicle: str, owner: str, *, readonly: bool = False
+    ) -> Character | None:
+        if self._chars.touches(chronicle, owner):
+            rows = await self.characters(chronicle, owner)
+            return next((row for row in rows if row.active), None)
+        value = await self._value(*active_key(chronicle, owner))
+        return active_character(owner, value, readonly)
+
+    async def characters(self, chronicle: str, owner: str | None = None) -> list[Character]:
+        query = "SELECT owner, key, sheet, active FROM characters WHERE chronicle = $1"
+        args = [chronicle]
+        if owner is not None:
+            query += " AND owner = $2"
+            args.append(owner)
+        rows = await self._fetch(query, *args)
+        stored = [Character(o, key, json.loads(sheet), active) for o, key, sheet, active in rows]
+        return self._chars.merge(chronicle, owner, stored, json.loads)
+
+    async def save_character(
+        self, chronicle: str, owner: str, key: str, sheet: dict[str, Any]
+    ) -> None:
+        text = dumps_json(sheet)
+        await self._locked()
+        self._chars.sheets[(chronicle, owner, key)] = text
+
+    async def delete_character(self, chronicle: str, owner: str, key: str) -> None:
+        await self._locked()
+        self._chars.sheets[(chronicle, owner, key)] = None
+
+    async def set_active(self, chronicle: str, owner: str, key: str | None) -> None:
+        await self._locked()
+        self._chars.active[(chronicle, owner)] = key
+
+    async def _stack(self, chronicle: str, author: str) -> list[tuple[int | None, str]]:
+        player = (chronicle, author)
+        if player not in self._stacks:
+            rows = await self._fetch(
+                "SELECT seq, change FROM character_changes WHERE chronicle = $1 "
+                "AND author = $2 ORDER BY seq",
+                chronicle,
+                author,
+            )
+            self._loaded[player] = [seq for seq, _ in rows]
+            stack: list[tuple[int | None, str]] = [(seq, text) for seq, text in rows]
+            stack += [(None, text) for text in self._pushed.pop(player, [])]
+            del stack[: max(len(stack) - self._keep.get(player, UNDO_DEPTH), 0)]
+            self._stacks[player] = stack
+        return self._stacks[player]
+
+    async def push_change(
+        self, chronicle: str, author: str, change: dict[str, Any], keep: int = UNDO_DEPTH
+    ) -> None:
+        text = dumps_json(change)
+        await self._locked()
+        player = (chronicle, author)
+        self._keep[player] = keep
+        if player in self._stacks:
+            stack = self._stacks[player]
+            stack.append((None, text))
+            del stack[: max(len(stack) - keep, 0)]
+        else:  # no read needed: the commit trims the stack
+            self._pushed.setdefault(player, []).append(text)
+
+    async def pop_change(self, chronicle: str, author: str) -> dict[str, Any] | None:
+        stack = await self._stack(chronicle, author)
+        if not stack:
+            return None
+        found: dict[str, Any] = json.loads(stack.pop()[1])
+        return found
+
+    async def changes(self, chronicle: str, author: str) -> list[dict[str, Any]]:
+        return [json.loads(text) for _, text in await self._stack(chronicle, author)]
+
+    def _character_statements(self, now: str) -> list[str]:
+        """The commit's statements for the characters and stacks written here."""
+        parts: list[str] = []
+        sheets = self._chars.sheets
+        deleted = sorted(k for k, v in sheets.items() if v is None)
+        stored = sorted((k, v) for k, v in sheets.items() if v is not None)
+        if deleted:
+            rows = ", ".join("(" + ", ".join(pg_literal(v) for v in k) + ")" for k in deleted)
+            parts.append(f"DELETE FROM characters WHERE (chronicle, owner, key) IN ({rows})")
+        if stored:
+            values = ", ".join(
+                "(" + ", ".join(pg_literal(v) for v in (*k, sheet)) + f", FALSE, {now})"
+                for k, sheet in stored
+            )
+            parts.append(
+                "INSERT INTO characters (chronicle, owner, key, sheet, active, updated_at) "
+                f"VALUES {values} ON CONFLICT (chronicle, owner, key) DO UPDATE SET "
+                "sheet = excluded.sheet, updated_at = excluded.updated_at"
+            )
+        for (chronicle, owner), key in sorted(self._chars.active.items()):
+            parts.append(
+                f"UPDATE characters SET active = COALESCE(key = {pg_literal(key)}, FALSE) "
+                f"WHERE chronicle = {pg_literal(chronicle)} AND owner = {pg_literal(owner)}"
+            )
+        new: list[tuple[tuple[str, str], str]] = []
+        gone: list[int] = []
+        for player, stack in sorted(self._stacks.items()):
+            kept = {seq for seq, _ in stack}
+            gone += [seq for seq in self._loaded.get(player, []) if seq not in kept]
+            new += [(player, text) for seq, text in stack if seq is None]
+        for player, texts in sorted(self._pushed.items()):
+            new += [(player, text) for text in texts]
+        if gone:
+            parts.append(
+                "DELETE FROM character_changes WHERE seq IN "
+                f"({', '.join(str(int(seq)) for seq in gone)})"
+            )
+        if new:
+            values = ", ".join(
+                f"({pg_literal(c)}, {pg_literal(a)}, {pg_literal(text)})" for (c, a), text in new
+            )
+            parts.append(
+                f"INSERT INTO character_changes (chronicle, author, change) VALUES {values}"
+            )
+        for (chronicle, author), keep in sorted(self._keep.items()):
+            where = f"chronicle = {pg_literal(chronicle)} AND author = {pg_literal(author)}"
+            parts.append(
+                f"DELETE FROM character_changes WHERE {where} AND seq NOT IN (SELECT seq "
+                f"FROM character_changes WHERE {where} ORDER BY seq DESC LIMIT {max(keep, 0)})"
+            )
+        return parts
 
     async def get(self, namespace: str, key: str) -> Any | None:
         found = await self._value(namespace, key)
@@ -186,7 +369,8 @@ class PGTransaction:
         lock = f"{ADVISORY_CLASS}, hashtext({pg_literal(self._lock)})"
         stored = sorted((k, v) for k, v in self._writes.items() if v is not None)
         deleted = sorted(k for k, v in self._writes.items() if v is None)
-        if stored or deleted or self._rolls:
+        characters = self._character_statements(pg_literal(time.time()))
+        if stored or deleted or self._rolls or characters:
             parts.append("BEGIN")
             now = pg_literal(time.time())
             if stored:
@@ -207,8 +391,10 @@ class PGTransaction:
                     "(" + ", ".join(pg_literal(v) for v in row) + ")" for row in self._rolls
                 )
                 parts.append(f"INSERT INTO rolls ({_ROLL_COLUMNS}) VALUES {rows}")
-            if self._writes:  # every store's read cache drops these keys (see SQLStore.get)
-                payloads = [_notice(ns, key) for ns, key in sorted(self._writes)]
+            parts += characters
+            written = self.written()
+            if written:  # every store's read cache drops these keys (see SQLStore.get)
+                payloads = [_notice(ns, key) for ns, key in sorted(written)]
                 parts.append(
                     f"SELECT pg_notify({pg_literal(PG_CHANNEL)}, payload) FROM unnest(ARRAY["
                     + ", ".join(pg_literal(p) for p in payloads)
@@ -220,14 +406,22 @@ class PGTransaction:
         return ";\n".join(parts)
 
     def written(self) -> list[tuple[str, str]]:
-        return list(self._writes)
+        """The keys this transaction changes (a player's characters: the active one's key)."""
+        return [*self._writes, *(active_key(c, o) for c, o in self._chars.players())]
 
     def learn(self) -> None:
         """Remember the keys this transaction read, to read them ahead next time."""
         if not self._lock or not self._touched:
             return
         ahead = self._store._read_ahead
-        ahead.pop(self._lock, None)
+        before = ahead.pop(self._lock, ())
         if len(ahead) >= PG_READ_AHEAD_LOCKS:
             ahead.pop(next(iter(ahead)))
-        ahead[self._lock] = tuple(self._touched[:PG_READ_AHEAD_KEYS])
+        keys = self._touched[:PG_READ_AHEAD_KEYS]
+        sheets = [key for key in keys if key[0] == ACTIVE_NS]
+        for key in before:  # the other players' sheets read lately stay, the newest first
+            if len(sheets) >= PG_READ_AHEAD_SHEETS:
+                break
+            if key[0] == ACTIVE_NS and key not in sheets:
+                sheets.append(key)
+        ahead[self._lock] = (*(key for key in keys if key[0] != ACTIVE_NS), *sheets)

@@ -65,6 +65,7 @@ from coterie.storage.postgres import (
 from coterie.storage.rows import RETRY_ATTEMPTS as RETRY_ATTEMPTS
 from coterie.storage.rows import T, atomically, roll_row
 from coterie.storage.rows import is_retryable as is_retryable
+from coterie.storage.sql_characters import SQLCharacterReads
 from coterie.storage.sqlite import (
     CHECKPOINT_EVERY,
     LiteTransaction,
@@ -81,7 +82,7 @@ log = logging.getLogger(__name__)
 MIGRATION_LOCK = "coterie.migrations"
 #: the newest migration in ``coterie/migrations/versions`` (a test checks it is Alembic's head):
 #: start-up compares a SQLite database's ``alembic_version`` with it before importing Alembic
-SCHEMA_HEAD = "0001"
+SCHEMA_HEAD = "0002"
 
 
 #: the SQLite stores whose write transaction the current task is inside (to refuse a nested
@@ -98,7 +99,7 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-class SQLStore:
+class SQLStore(SQLCharacterReads):
     """A :class:`~coterie.state.StateStore` in a SQL database (see the module's docstring):
     built on a URL (or an engine from :func:`create_engine`, of which a SQLite store only takes
     the file) whose schema is up to date (:func:`upgrade`); :func:`open_store` does both."""
@@ -369,21 +370,26 @@ class SQLStore:
                 ).fetchone()
             )
             return None if found is None else json.loads(found[0])
-        wanted = (namespace, key)
-        if self._listener is not None and wanted in self._cache:
-            value = self._cache[wanted]
-        else:
-            await self._listen()
-            heard = self._heard
-            async with self._connection() as conn:
-                value = await conn.fetchval(
-                    "SELECT value FROM kv WHERE namespace = $1 AND key = $2", namespace, key
-                )
-            if self._listener is not None and heard == self._heard:
-                if len(self._cache) >= PG_CACHE_SIZE:
-                    self._cache.pop(next(iter(self._cache)))
-                self._cache[wanted] = value
+        value = await self._cached(
+            (namespace, key), "SELECT value FROM kv WHERE namespace = $1 AND key = $2"
+        )
         return None if value is None else json.loads(value)
+
+    async def _cached(self, wanted: tuple[str, str], query: str, *args: Any) -> str | None:
+        """PostgreSQL: the value of ``wanted`` from the read cache, else read by ``query``
+        (with ``args``, else the two parts of ``wanted``) and kept while no notice overlapped
+        the read."""
+        if self._listener is not None and wanted in self._cache:
+            return self._cache[wanted]
+        await self._listen()
+        heard = self._heard
+        async with self._connection() as conn:
+            value: str | None = await conn.fetchval(query, *(args or wanted))
+        if self._listener is not None and heard == self._heard:
+            if len(self._cache) >= PG_CACHE_SIZE:
+                self._cache.pop(next(iter(self._cache)))
+            self._cache[wanted] = value
+        return value
 
     async def set(self, namespace: str, key: str, value: Any) -> None:
         check_json(value)  # before any retry or lock

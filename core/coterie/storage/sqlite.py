@@ -13,6 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from coterie.storage.character_rows import UNDO_DEPTH, Character, parse_sheet
 from coterie.storage.state import RollRecord
 
 if TYPE_CHECKING:
@@ -141,6 +142,104 @@ class LiteTransaction:
 
     async def log_roll(self, record: RollRecord) -> None:
         self._db.execute(_INSERT_ROLL, roll_row(record))
+
+    # characters (coterie.storage.character_rows.CharacterStore)
+
+    async def active_character(
+        self, chronicle: str, owner: str, *, readonly: bool = False
+    ) -> Character | None:
+        return lite_active(self._db, chronicle, owner, readonly)
+
+    async def characters(self, chronicle: str, owner: str | None = None) -> list[Character]:
+        return lite_characters(self._db, chronicle, owner)
+
+    async def save_character(
+        self, chronicle: str, owner: str, key: str, sheet: dict[str, Any]
+    ) -> None:
+        self._db.execute(_UPSERT_CHARACTER, (chronicle, owner, key, dumps_json(sheet), time.time()))
+
+    async def delete_character(self, chronicle: str, owner: str, key: str) -> None:
+        self._db.execute(
+            "DELETE FROM characters WHERE chronicle = ? AND owner = ? AND key = ?",
+            (chronicle, owner, key),
+        )
+
+    async def set_active(self, chronicle: str, owner: str, key: str | None) -> None:
+        self._db.execute(
+            "UPDATE characters SET active = COALESCE(key = ?, 0) WHERE chronicle = ? AND owner = ?",
+            (key, chronicle, owner),
+        )
+
+    async def push_change(
+        self, chronicle: str, author: str, change: dict[str, Any], keep: int = UNDO_DEPTH
+    ) -> None:
+        db = self._db
+        db.execute(
+            "INSERT INTO character_changes (chronicle, author, change) VALUES (?, ?, ?)",
+            (chronicle, author, dumps_json(change)),
+        )
+        db.execute(_TRIM_CHANGES, (chronicle, author, chronicle, author, max(keep, 0)))
+
+    async def pop_change(self, chronicle: str, author: str) -> dict[str, Any] | None:
+        found = self._db.execute(
+            "SELECT seq, change FROM character_changes WHERE chronicle = ? AND author = ? "
+            "ORDER BY seq DESC LIMIT 1",
+            (chronicle, author),
+        ).fetchone()
+        if found is None:
+            return None
+        self._db.execute("DELETE FROM character_changes WHERE seq = ?", (found[0],))
+        change: dict[str, Any] = json.loads(found[1])
+        return change
+
+    async def changes(self, chronicle: str, author: str) -> list[dict[str, Any]]:
+        return lite_changes(self._db, chronicle, author)
+
+
+_UPSERT_CHARACTER = (
+    "INSERT INTO characters (chronicle, owner, key, sheet, active, updated_at) "
+    "VALUES (?, ?, ?, ?, 0, ?) ON CONFLICT (chronicle, owner, key) DO UPDATE SET "
+    "sheet = excluded.sheet, updated_at = excluded.updated_at"
+)
+#: forget all but the newest ``keep`` changes of an author
+_TRIM_CHANGES = (
+    "DELETE FROM character_changes WHERE chronicle = ? AND author = ? AND seq NOT IN "
+    "(SELECT seq FROM character_changes WHERE chronicle = ? AND author = ? "
+    "ORDER BY seq DESC LIMIT ?)"
+)
+
+
+def lite_active(
+    db: sqlite3.Connection, chronicle: str, owner: str, readonly: bool = False
+) -> Character | None:
+    """The active character: one SELECT (the roll by name's one read)."""
+    found = db.execute(
+        "SELECT key, sheet FROM characters WHERE chronicle = ? AND owner = ? AND active",
+        (chronicle, owner),
+    ).fetchone()
+    if found is None:
+        return None
+    return Character(owner, found[0], parse_sheet(found[1], readonly), True)
+
+
+def lite_characters(db: sqlite3.Connection, chronicle: str, owner: str | None) -> list[Character]:
+    query = "SELECT owner, key, sheet, active FROM characters WHERE chronicle = ?"
+    args: tuple[str, ...] = (chronicle,)
+    if owner is not None:
+        query += " AND owner = ?"
+        args += (owner,)
+    rows = db.execute(query + " ORDER BY owner, key", args).fetchall()
+    found = [Character(o, key, json.loads(sheet), bool(active)) for o, key, sheet, active in rows]
+    # ordered in Python as every store orders them (a collation could differ)
+    return sorted(found, key=lambda c: (c.owner, c.key))
+
+
+def lite_changes(db: sqlite3.Connection, chronicle: str, author: str) -> list[dict[str, Any]]:
+    rows = db.execute(
+        "SELECT change FROM character_changes WHERE chronicle = ? AND author = ? ORDER BY seq",
+        (chronicle, author),
+    )
+    return [json.loads(change) for (change,) in rows]
 
 
 def lite_keys(db: sqlite3.Connection, namespace: str, prefix: str) -> list[str]:

@@ -26,6 +26,15 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+from coterie.storage.character_rows import (
+    UNDO_DEPTH,
+    Character,
+    CharacterStore,
+    MemoryCharacters,
+    MemoryCharacterTx,
+    ThroughTransactions,
+)
+
 #: the value a transaction's buffer holds for a key deleted in it
 _DELETED = object()
 
@@ -89,8 +98,9 @@ def faces_text(record: RollRecord, limit: int | None = None) -> str:
 
 
 @runtime_checkable
-class Transaction(Protocol):
-    """Reads and writes that commit together (see :meth:`StateStore.transaction`)."""
+class Transaction(CharacterStore, Protocol):
+    """Reads and writes that commit together (see :meth:`StateStore.transaction`); the
+    character methods are :class:`~coterie.storage.character_rows.CharacterStore`'s."""
 
     async def get(self, namespace: str, key: str) -> Any | None:
         """The stored value (as this transaction sees it), or ``None``."""
@@ -114,9 +124,10 @@ class Transaction(Protocol):
 
 
 @runtime_checkable
-class StateStore(Protocol):
+class StateStore(CharacterStore, Protocol):
     """Async key-value storage of JSON-compatible values, by namespace and key, plus the roll
-    log. The single-call methods are each their own transaction."""
+    log and the characters (:class:`~coterie.storage.character_rows.CharacterStore`). The
+    single-call methods are each their own transaction."""
 
     def transaction(self, lock: str = "") -> Any:
         """An async context manager yielding a :class:`Transaction`. Writes are applied when the
@@ -234,8 +245,9 @@ def _record_copy(record: RollRecord) -> RollRecord:
     return copied
 
 
-class _MemoryTransaction:
+class _MemoryTransaction(MemoryCharacterTx):
     def __init__(self, store: MemoryStore) -> None:
+        super().__init__(store._characters, json_copy)
         self._store = store
         self.writes: dict[tuple[str, str], Any] = {}
         self.logged: list[RollRecord] = []
@@ -261,11 +273,12 @@ class _MemoryTransaction:
         self.logged.append(_record_copy(record))
 
 
-class MemoryStore:
+class MemoryStore(ThroughTransactions):
     """A process-local store: state lasts as long as the process."""
 
     def __init__(self) -> None:
         self._data: dict[tuple[str, str], Any] = {}
+        self._characters = MemoryCharacters()
         self._log: list[RollRecord] = []
         self._locks: dict[str, asyncio.Lock] = {}
         self._commit = asyncio.Lock()
@@ -285,6 +298,8 @@ class MemoryStore:
                     else:
                         self._data[key] = value
                 self._log.extend(tx.logged)
+                if tx.character_writes or tx.stacks:
+                    self._characters.apply(tx.character_writes, tx.stacks)
         finally:
             if room_lock is not None:
                 room_lock.release()
@@ -336,6 +351,7 @@ class MemoryStore:
 
     async def close(self) -> None:
         self._data.clear()
+        self._characters = MemoryCharacters()
 
 
 #: the transaction the current task's command runs in, with the store it belongs to
@@ -401,6 +417,42 @@ class AmbientStore:
 
     async def close(self) -> None:
         await self.store.close()
+
+    # characters (see CharacterStore): in the command's transaction when there is one
+
+    async def active_character(
+        self, chronicle: str, owner: str, *, readonly: bool = False
+    ) -> Character | None:
+        found: Character | None = await self._target().active_character(
+            chronicle, owner, readonly=readonly
+        )
+        return found
+
+    async def characters(self, chronicle: str, owner: str | None = None) -> list[Character]:
+        return list(await self._target().characters(chronicle, owner))
+
+    async def save_character(
+        self, chronicle: str, owner: str, key: str, sheet: dict[str, Any]
+    ) -> None:
+        await self._target().save_character(chronicle, owner, key, sheet)
+
+    async def delete_character(self, chronicle: str, owner: str, key: str) -> None:
+        await self._target().delete_character(chronicle, owner, key)
+
+    async def set_active(self, chronicle: str, owner: str, key: str | None) -> None:
+        await self._target().set_active(chronicle, owner, key)
+
+    async def push_change(
+        self, chronicle: str, author: str, change: dict[str, Any], keep: int = UNDO_DEPTH
+    ) -> None:
+        await self._target().push_change(chronicle, author, change, keep)
+
+    async def pop_change(self, chronicle: str, author: str) -> dict[str, Any] | None:
+        found: dict[str, Any] | None = await self._target().pop_change(chronicle, author)
+        return found
+
+    async def changes(self, chronicle: str, author: str) -> list[dict[str, Any]]:
+        return list(await self._target().changes(chronicle, author))
 
 
 class RoomState:
