@@ -14,8 +14,8 @@ import json
 import logging
 import re
 from collections.abc import AsyncIterator, Iterator
+from typing import Any
 
-import nio
 import pytest
 from nio.crypto.attachments import decrypt_attachment
 
@@ -27,8 +27,10 @@ from matrix_helpers import (
     MatrixTestCommands,
     Player,
     Seen,
+    answers_to,
     make_adapter,
     make_core,
+    room_history,
     serving,
     start_player,
 )
@@ -606,6 +608,45 @@ async def test_a_restarted_bot_resumes_without_replaying(synapse, bot, player, t
         assert len(player.replies(bot.user_id, command)) == 1, command
 
 
+async def test_a_send_repeated_after_a_new_login_on_the_same_device_posts_once(
+    synapse, bot, player, tmp_path
+):
+    """What kill -9 safety on Matrix rests on, checked against the homeserver itself: the bot
+    logs in again after a restart (a new access token, the same device id from its store) and
+    repeats a send with the same transaction id; the homeserver answers with the event it made
+    the first time instead of posting again. (Transaction ids are scoped to the device since
+    Matrix 1.7 / MSC3970; a homeserver scoping them to the access token would post twice.)"""
+    async with serving(make_adapter(make_core(), synapse, bot, tmp_path / "store")):
+        room = await joined_room(player, bot)
+
+    def login(device_id: str | None) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "type": "m.login.password",
+            "identifier": {"type": "m.id.user", "user": bot.user_id},
+            "password": bot.password,
+        }
+        if device_id:
+            body["device_id"] = device_id
+        return synapse.request("POST", "/_matrix/client/v3/login", body)
+
+    def send(token: str, txn: str) -> str:
+        path = f"/_matrix/client/v3/rooms/{room}/send/m.room.message/{txn}"
+        content = {"msgtype": "m.notice", "body": "once"}
+        return str(synapse.request("PUT", path, content, token=token)["event_id"])
+
+    first = await asyncio.to_thread(login, None)
+    sent = await asyncio.to_thread(send, first["access_token"], "coterie.test.part0")
+    again = await asyncio.to_thread(login, first["device_id"])  # the restart
+    assert again["device_id"] == first["device_id"]
+    assert again["access_token"] != first["access_token"]
+    repeated = await asyncio.to_thread(send, again["access_token"], "coterie.test.part0")
+    assert repeated == sent
+    other = await asyncio.to_thread(login, None)  # another device: its own transactions
+    assert await asyncio.to_thread(send, other["access_token"], "coterie.test.part0") != sent
+    bodies = [e for e in await room_history(player, room) if e["content"].get("body") == "once"]
+    assert len(bodies) == 2
+
+
 async def test_homeserver_restart_reconnects_and_answers_once(
     synapse, bot, player, tmp_path, caplog
 ):
@@ -752,33 +793,6 @@ async def test_npc_trackers_go_to_the_storytellers_direct_room_and_log_lines_ren
 
 
 # --- catching up after an absence ----------------------------------------------------------------
-
-
-async def room_history(player: Player, room: str) -> list[dict]:
-    """Every event of ``room`` (oldest first), read back with /messages: a player's own syncs
-    skip events when many arrive at once (limited timelines), the history does not."""
-    await player.sync()
-    token = player.client.next_batch
-    events: list[dict] = []
-    while True:
-        page = await player.client.room_messages(room, start=token, limit=100)
-        assert isinstance(page, nio.RoomMessagesResponse), page
-        events.extend(event.source for event in page.chunk)
-        if not page.chunk or not page.end:
-            return list(reversed(events))
-        token = page.end
-
-
-def answers_to(history: list[dict], bot: str) -> dict[str, int]:
-    """How many replies the bot sent to each event."""
-    counts: dict[str, int] = {}
-    for event in history:
-        if event.get("sender") == bot and event.get("type") == "m.room.message":
-            relates = (event.get("content") or {}).get("m.relates_to") or {}
-            target = (relates.get("m.in_reply_to") or {}).get("event_id")
-            if target:
-                counts[target] = counts.get(target, 0) + 1
-    return counts
 
 
 async def test_150_commands_sent_while_away_are_all_answered(synapse, bot, player, tmp_path):
