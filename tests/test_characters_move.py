@@ -33,8 +33,9 @@ async def test_move_refuses_an_incapacitated_character_and_changes_nothing() -> 
     app = app_with("crossover", [6] * 20)
     await say(app, "!char new Kai")
     await say(app, "!damage 7 lethal")
-    before = await snapshot(app)
+    before, logged = await snapshot(app), await app.state.rolls("test:r")
+    assert [entry.kind for entry in logged] == ["tracker"]  # the damage itself
     text = await say(app, "!move walk")
     assert text.startswith("⚠ Kai is Incapacitated: no movement can be attempted")
     assert await snapshot(app) == before
-    assert await app.state.rolls("test:r") == []
+    assert await app.state.rolls("test:r") == logged  # nothing rolled, nothing logged

@@ -10,7 +10,7 @@ from coterie.storage import characters as store
 from test_characters import app_with, say, snapshot
 
 
-async def _table(variant: str = "revised") -> Coterie:
+async def _table(variant: str = "revised", *, open_npcs: bool = True) -> Coterie:
     app = app_with(variant, [6] * 80)
     await say(app, "!char new Al")
     await say(app, "!char set Strength 3 Brawl 2")
@@ -19,7 +19,25 @@ async def _table(variant: str = "revised") -> Coterie:
     await say(app, "!npc new Guard", user="st")
     awareness = "Awareness" if variant == "v5" else "Alertness"
     await say(app, f"!npc set Guard Wits 3 {awareness} 2", user="st")
+    if open_npcs:  # NPCs are secret by default: players may not read their Traits
+        await say(app, "!npc secret off", user="st")
     return app
+
+
+async def test_in_a_room_of_secret_npcs_only_the_storyteller_opposes_them_by_name() -> None:
+    app = await _table(open_npcs=False)
+    before = await snapshot(app)
+    text = await say(app, "!roll Strength+Brawl 6 vs Guard Wits+Alertness")
+    assert text.startswith("⚠") and "Guard is the Storyteller's hidden NPC" in text, text
+    assert "Wits 3" not in text
+    assert await snapshot(app) == before
+    assert "Guard: Wits 3 + Alertness 2 = 5 dice" in await say(
+        app, "!roll 5 6 vs Guard Wits+Alertness", user="st"
+    )
+    await say(app, "!npc secret off", user="st")
+    assert "Guard: Wits 3 + Alertness 2 = 5 dice" in await say(
+        app, "!roll Strength+Brawl 6 vs Guard Wits+Alertness"
+    )
 
 
 async def test_the_other_side_reads_the_named_npcs_sheet() -> None:

@@ -19,6 +19,10 @@ from coterie.play.changelog import log_moves
 from coterie.play.rooms import is_mention, is_storyteller, mention_key, names_person
 from coterie.storage.character_rows import Character
 
+#: the state namespace of :mod:`coterie.play.storyteller` (which imports this module), where
+#: ``!npc secret on|off`` keeps whether the room's NPCs are secret
+STORYTELLER_STATE = "coterie.storyteller"
+
 if TYPE_CHECKING:
     from coterie.framework.app import Coterie
 
@@ -166,12 +170,13 @@ async def opponent(ctx: CommandContext, who: str) -> dict[str, Any]:
         if found is None:
             continue
         sheet = found.sheet
-        if storyteller or (owner == NPC_OWNER and not sheet.get("hidden")):
+        if storyteller or (owner == NPC_OWNER and not await _npc_hidden(ctx, sheet)):
             return sheet
         if owner == NPC_OWNER:
             raise UsageError(
                 f"{sheet['name']} is the Storyteller's hidden NPC: only the Storyteller can "
-                "roll against it by name"
+                "roll against it by name (NPCs are secret in this room until the Storyteller "
+                "says `!npc secret off`)"
             )
         raise UsageError(
             f"{sheet['name']} is {sheet.get('owner_name') or 'another player'}'s character: only "
@@ -179,6 +184,14 @@ async def opponent(ctx: CommandContext, who: str) -> dict[str, Any]:
             "roll)"
         )
     raise UsageError(f'no character or NPC "{shorten_request(who, 40)}" in this chronicle')
+
+
+async def _npc_hidden(ctx: CommandContext, sheet: dict[str, Any]) -> bool:
+    """Whether players may not read an NPC's Traits: its own ``hidden`` mark, or the room's NPCs
+    secret (``!npc secret on``, the default: the setting ``coterie.play.storyteller`` keeps)."""
+    if sheet.get("hidden"):
+        return True
+    return bool(await ctx.state(STORYTELLER_STATE).get("npc_secret", True))
 
 
 async def _require_storyteller(ctx: CommandContext, edit: bool) -> None:

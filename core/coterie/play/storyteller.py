@@ -46,13 +46,14 @@ from coterie.play.rooms import (
     mentions,
     require_storyteller,
 )
+from coterie.play.roster import STORYTELLER_STATE
 from coterie.play.trackers import REROLLS, TRACKER_COMMANDS
 from coterie.render.elements import BR, Node, Private, Reply, Text, bold, code, italic
 from coterie.render.serialize import nodes_from_json, nodes_to_json
 from coterie.storage.state import RoomState
 
 #: state of the room's secret rolls (by roll id) and pending asks (by the asked player's mention)
-OWNER = "coterie.storyteller"
+OWNER = STORYTELLER_STATE
 #: the word that makes a roll secret
 SECRET_WORD = "secret"
 #: results that count as a win when a hidden Difficulty is judged (every rule set's success
