@@ -525,15 +525,16 @@ class SlackTestCommands:
 def make_core(
     faces: list[int] | None = None,
     plugin: SlackTestCommands | None = None,
-    rule_sets: tuple[str, ...] = ("revised",),
+    *,
+    variants: tuple[str, ...] = ("revised",),
     **config: Any,
 ) -> Coterie:
-    """A Coterie with the revised rules (or ``rule_sets``, the first the default), the Slack
+    """A Coterie with the revised rules (or ``variants``, the first the default), the Slack
     adapter and the test commands; ``config`` adds tables to its configuration."""
     host = PluginHost()
-    host.load([*rule_sets, "slack"])
+    host.load([*variants, "slack"])
     host.register(plugin or SlackTestCommands(), "slack-test")
-    config = Config.model_validate({"plugins": {"enable": [*rule_sets, "slack"]}, **config})
+    config = Config.model_validate({"plugins": {"enable": [*variants, "slack"]}, **config})
     return Coterie(config, host=host, dice=FixedDice(faces) if faces else SeededDice(1))
 
 

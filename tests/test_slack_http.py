@@ -645,7 +645,7 @@ async def test_v5_remorse_vs_by_name_and_a_macro_in_block_kit(fake, session):
     sections, buttons after the text, and a plain fallback with the same words."""
     faces = [2, 5, *[8, 8, 8, 3, 2], *[6, 4, 1], *[7, 7, 3]]
     # a player typing a dozen commands at once: the rate limit is not what is tested here
-    core = make_core(faces, rule_sets=("revised", "v5"), limits={"rate": {"enabled": False}})
+    core = make_core(faces, variants=("revised", "v5"), limits={"rate": {"enabled": False}})
     adapter = SlackAdapter(core, settings_for(fake), environ=ENV)
     async with serving(adapter):
 
