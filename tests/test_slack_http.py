@@ -699,3 +699,45 @@ async def test_v5_remorse_vs_by_name_and_a_macro_in_block_kit(fake, session):
     assert mrkdwn.endswith("\nLise: Wits 2 + Streetwise 1 = 3 dice")
     assert hunt["text"].endswith("\nLise: Wits 2 + Streetwise 1 = 3 dice")
     assert hunt["text"] == plain_words(mrkdwn).replace("[3]", "3")
+
+
+async def test_contest_and_vs_a_mentioned_player_by_trait_names(fake, session):
+    """#17 between two Slack users: a contest by Trait names, each side read from its own
+    player's sheet, the challenged named by a Slack mention; the Storyteller's `vs @user`."""
+    faces = [8, 8, 3, 2, 1, *[9, 7, 7, 4, 4], *[6, 6, 6, 6, 6], *[2, 2, 2, 8]]
+    core = make_core(faces, limits={"rate": {"enabled": False}})
+    adapter = SlackAdapter(core, settings_for(fake), environ=ENV)
+    async with serving(adapter):
+
+        async def say(text: str, user: str = LYNN) -> dict[str, Any]:
+            status, _ = await post_event(session, adapter, message_event(text, user=user))
+            assert status == 200
+            await settle(adapter)
+            return fake.ok_calls("chat.postMessage")[-1].params
+
+        await say("!char new Lise")
+        await say("!char set Strength 3 Brawl 2 Dexterity 3 Athletics 1")
+        await say("!char new Max", user=MARK)
+        await say("!char set Dexterity 4 Athletics 1", user=MARK)
+        challenge = await say(f"!contest <@{MARK}> Strength+Brawl")
+        answer = await say("!resist Dex+Athletics", user=MARK)
+        await say("!storyteller claim", user=MARK)
+        versus = await say(f"!roll 5 6 vs <@{LYNN}> Dex+Athletics 7", user=MARK)
+    # the challenge stores the pool's names; they are read when the answer is rolled
+    assert section_text(challenge["blocks"]).startswith("*Lynn* challenges ")
+    assert "Strength" not in challenge["text"]
+    mrkdwn = section_text(answer["blocks"])
+    assert mrkdwn.startswith("*Lynn vs Mark Roe*\n5 dice, difficulty 6 (Standard): ~8~ *8* 3 2 ~1~")
+    assert "Opposed (Mark Roe): 5 dice, difficulty 6 (Standard): *9* *7* *7* 4 4\n" in mrkdwn
+    assert "Contest over: *Mark Roe* wins.\n" in mrkdwn
+    pools = "Lise: Strength 3 + Brawl 2 = 5 dice\nMax: Dexterity 4 + Athletics 1 = 5 dice"
+    assert mrkdwn.endswith(pools) and answer["text"].endswith(pools)
+    assert answer["text"].startswith("Lynn vs Mark Roe\n5 dice, difficulty 6 (Standard): 8 8 3")
+    # the Storyteller names a player by a mention: that player's active character is read
+    mrkdwn = section_text(versus["blocks"])
+    assert mrkdwn.startswith("*Mark Roe*\n5 dice, difficulty 6 (Standard): *6* *6* *6* *6* *6*")
+    assert "Opposed: 4 dice, difficulty 7 (Challenging): 2 2 2 *8*\n" in mrkdwn
+    assert "Resisted: you win with *4 successes* (Exceptional)\n" in mrkdwn
+    assert mrkdwn.endswith("\nLise: Dexterity 3 + Athletics 1 = 4 dice")
+    assert versus["text"].endswith("\nLise: Dexterity 3 + Athletics 1 = 4 dice")
+    assert "Resisted: you win with 4 successes (Exceptional)\n" in versus["text"]
