@@ -913,3 +913,44 @@ async def test_v5_remorse_vs_by_name_and_a_macro_in_matrix_html(synapse, bot, pl
     assert "a cost.<br>Lise: Wits 2 + Streetwise 1 = 3 dice<br>" in html
     assert "a cost.\nLise: Wits 2 + Streetwise 1 = 3 dice\n" in hunt["body"]
     assert tags_out(html) == hunt["body"]
+
+
+async def test_contest_by_trait_names_between_two_matrix_users(
+    synapse, bot, player, other, tmp_path
+):
+    """#17 between two Matrix users in one room: a contest by Trait names, each side read from
+    its own player's sheet, the challenged named by the Matrix id."""
+    faces = [8, 8, 3, 2, 1, *[9, 7, 7, 4, 4]]
+    core = make_core(faces, limits={"rate": {"enabled": False}})
+    async with serving(make_adapter(core, synapse, bot, tmp_path / "store")):
+        room = await joined_room(player, bot)
+        await player.invite(room, other.user_id)
+        await other.join(room)
+        await player.wait_joined(room, other.user_id)
+
+        async def say(who: Player, text: str) -> dict[str, Any]:
+            reply = await who.wait_reply(bot.user_id, await who.say(room, text))
+            return dict(reply.content)
+
+        await say(player, "!char new Lise")
+        await say(player, "!char set Strength 3 Brawl 2")
+        await say(other, "!char new Max")
+        await say(other, "!char set Dexterity 4 Athletics 1")
+        challenge = await say(player, f"!contest {other.user_id} Strength+Brawl")
+        answer = await say(other, "!resist Dex+Athletics")
+    lynn, mark = player.account.localpart, other.account.localpart
+    # the challenge keeps the pool's names; they are read when the answer is rolled
+    assert challenge["body"].startswith(f"{lynn} challenges ")
+    assert challenge["formatted_body"].startswith(f"<strong>{lynn}</strong> challenges ")
+    assert "Strength" not in challenge["body"]
+    green = '<font color="#2e9e48" data-mx-color="#2e9e48">'
+    html = answer["formatted_body"]
+    assert html.startswith(f"<strong>{lynn} vs {mark}</strong><br>5 dice, difficulty 6")
+    assert f"Opposed ({mark}): 5 dice, difficulty 6 (Standard): <strong>{green}9</font>" in html
+    assert f"<br>Contest over: <strong>{mark}</strong> wins.<br>" in html
+    pools = ["Lise: Strength 3 + Brawl 2 = 5 dice", "Max: Dexterity 4 + Athletics 1 = 5 dice"]
+    assert "<br>".join(pools) in html
+    lines = answer["body"].splitlines()
+    assert lines[0] == f"{lynn} vs {mark}"
+    assert lines[1] == "5 dice, difficulty 6 (Standard): 8 8 3 2 1"
+    assert lines[-3:-1] == pools and lines[-1].endswith(" · revised")
