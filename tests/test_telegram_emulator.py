@@ -17,6 +17,7 @@ import pytest
 
 from coterie_telegram import TelegramAdapter
 from coterie_telegram.html import visible_text
+from coterie_telegram.html import visible_text
 from telegram_emulator import BOT_USERNAME, Emulator, new_token, running_emulator
 from telegram_fake import make_core, serving, settle
 
@@ -233,3 +234,40 @@ async def test_v5_remorse_vs_by_name_and_a_macro_in_telegram_html(emulator):
             in html
         )
         assert "\n\n" not in html
+
+
+async def test_contest_by_trait_names_between_two_telegram_users(emulator):
+    """#17 between two Telegram users in a group: a contest by Trait names, the challenged
+    named by their @username, each side read from its own player's sheet."""
+    token = new_token()
+    chat = group(-9217)
+    faces = [8, 8, 3, 2, 1, *[9, 7, 7, 4, 4]]
+    adapter = adapter_for(emulator, token, faces, limits={"rate": {"enabled": False}})
+    async with serving(adapter):
+
+        async def say(user: dict[str, Any], text: str) -> dict[str, Any]:
+            await emulator.say(token, chat, user, text)
+            [reply] = await emulator.replies(token, chat["id"], 1)
+            assert reply["parse_mode"] == "HTML"
+            return reply
+
+        await say(LYNN, "!char new Lise")
+        await say(LYNN, "!char set Dexterity 4 Athletics 1")
+        await say(MARK, "!char new Max")
+        await say(MARK, "!char set Strength 3 Brawl 2")
+        challenge = await say(MARK, "!contest @lynn Strength+Brawl")
+        answer = await say(LYNN, "!resist Dex+Athletics")
+        await settle(adapter)
+    assert challenge["text"].startswith("<b>Mark</b> challenges <b>lynn</b> (a resisted roll)")
+    assert "Strength" not in challenge["text"]
+    html = answer["text"]
+    assert html.startswith(
+        "<b>Mark vs Lynn</b>\n5 dice, difficulty 6 (Standard): <s>8</s> <b>8</b> 3 2 <s>1</s>\n"
+    )
+    assert (
+        "\nOpposed (Lynn): 5 dice, difficulty 6 (Standard): <b>9</b> <b>7</b> <b>7</b> 4 4\n"
+        in html
+    )
+    pools = "Max: Strength 3 + Brawl 2 = 5 dice\nLise: Dexterity 4 + Athletics 1 = 5 dice"
+    assert f"\nContest over: <b>Lynn</b> wins.\n{pools}\n<i>roll " in html
+    assert f"Contest over: Lynn wins.\n{pools}\n" in visible_text(html)
