@@ -17,7 +17,6 @@ import pytest
 
 from coterie_telegram import TelegramAdapter
 from coterie_telegram.html import visible_text
-from coterie_telegram.html import visible_text
 from telegram_emulator import BOT_USERNAME, Emulator, new_token, running_emulator
 from telegram_fake import make_core, serving, settle
 
