@@ -86,17 +86,18 @@ bench: $(STAMP) peers
 	$(BIN)/python bench/scale.py
 
 # The fault battery, long form (make test runs the short one): SIGTERM and SIGINT under load and
-# kill -9 mid-flood against a real worker with the Slack and Telegram fakes on PostgreSQL (it
-# prints a table: sent, answered, answered twice, lost), then the faults the adapter tests drive
-# against their peers: a homeserver restart and 150 commands while away (Synapse), Slack retries
-# and 5xx, Telegram redelivery and time-outs, a hanging plugin, a flood.
+# kill -9 mid-flood against real workers — Slack (HTTP) and Telegram (webhook) with their fakes on
+# PostgreSQL, Telegram polling, Matrix on a real Synapse — printing a table (sent, answered,
+# answered twice, lost), then the faults the adapter tests drive against their peers: a homeserver
+# restart and 150 commands while away (Synapse), Slack retries and 5xx and a reply posted before a
+# crash, Telegram redelivery and time-outs, a hanging plugin, a flood.
 faults: $(STAMP) peers
 	COTERIE_FAULTS=long $(BIN)/pytest -q -s tests/test_faults.py
 	$(BIN)/pytest -q tests/test_command_limits.py tests/test_ratelimit.py tests/test_ratelimit_shared.py \
 		tests/test_events.py tests/test_supervise.py
 	$(BIN)/pytest -q tests/test_slack_http.py tests/test_telegram_polling.py tests/test_telegram_webhook.py \
-		-k "retr or redeliver or again or twice or flood or hanging or 5xx or time"
-	$(BIN)/pytest -q tests/test_matrix.py -k "restart or away or catch"
+		-k "retr or redeliver or again or twice or flood or hanging or 5xx or time or crash or acknowledged or lease"
+	$(BIN)/pytest -q tests/test_matrix.py -k "restart or away or catch or same_device"
 
 # Long fuzzing of the chat path with atheris (libFuzzer); FUZZ_SECONDS bounds the run.
 FUZZ_SECONDS ?= 300

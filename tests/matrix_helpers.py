@@ -357,3 +357,30 @@ class Player:
 async def start_player(server: Synapse, localpart: str | None = None) -> Player:
     account = await asyncio.to_thread(server.register, localpart)
     return await Player(server, account).start()
+
+
+async def room_history(player: Player, room: str) -> list[dict[str, Any]]:
+    """Every event of ``room`` (oldest first), read back with /messages: a player's own syncs
+    skip events when many arrive at once (limited timelines), the history does not."""
+    await player.sync()
+    token = player.client.next_batch
+    events: list[dict[str, Any]] = []
+    while True:
+        page = await player.client.room_messages(room, start=token, limit=100)
+        assert isinstance(page, nio.RoomMessagesResponse), page
+        events.extend(event.source for event in page.chunk)
+        if not page.chunk or not page.end:
+            return list(reversed(events))
+        token = page.end
+
+
+def answers_to(history: list[dict[str, Any]], bot: str) -> dict[str, int]:
+    """How many replies the bot sent to each event."""
+    counts: dict[str, int] = {}
+    for event in history:
+        if event.get("sender") == bot and event.get("type") == "m.room.message":
+            relates = (event.get("content") or {}).get("m.relates_to") or {}
+            target = (relates.get("m.in_reply_to") or {}).get("event_id")
+            if target:
+                counts[target] = counts.get(target, 0) + 1
+    return counts

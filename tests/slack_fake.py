@@ -4,11 +4,21 @@
 the adapter talks to:
 
 * the Web API under ``/api/METHOD`` (``auth.test``, ``users.info``, ``chat.postMessage``,
-  ``chat.postEphemeral``, ``conversations.open``, ``files.getUploadURLExternal``,
-  ``files.completeUploadExternal``, ``apps.connections.open``): each call is recorded as a
-  :class:`Call` with its parameters (JSON or form body, query string) and the token it was made
-  with; a wrong token gets ``invalid_auth``.
-  ``fail_next(method, …)`` queues scripted failures (e.g. 429 ``ratelimited`` with Retry-After);
+  ``chat.postEphemeral``, ``conversations.open``, ``conversations.history``,
+  ``conversations.replies``, ``files.getUploadURLExternal``, ``files.completeUploadExternal``,
+  ``apps.connections.open``): each call is recorded as a :class:`Call` with its parameters (JSON
+  or form body, query string) and the token it was made with; a wrong token gets
+  ``invalid_auth``. ``fail_next(method, …)`` queues scripted failures (e.g. 429 ``ratelimited``
+  with Retry-After);
+* each channel's messages, as Slack keeps them: what the bot posted (with its message
+  ``metadata``, echoed in ``chat.postMessage``'s answer) and the players' messages a test
+  declares with :meth:`FakeSlack.user_posted`. ``conversations.history`` (top-level messages,
+  newest first) and ``conversations.replies`` (a thread: its parent, then the replies, oldest
+  first) read them with Slack's parameters — ``oldest``/``latest``/``inclusive``, ``limit``
+  (default 100, at most 999), ``cursor`` pagination through ``response_metadata.next_cursor``
+  with ``has_more`` — and return ``metadata`` only with ``include_all_metadata``. A bot token
+  without the channel type's ``*:history`` scope (:attr:`FakeSlack.scopes`) gets
+  ``missing_scope`` with ``needed``/``provided``, as Slack answers;
 * the file upload URLs ``files.getUploadURLExternal`` hands out (``/upload/ID``, bytes recorded);
 * ``response_url`` endpoints (``/respond/NAME``; JSON bodies recorded as :class:`Posted`);
 * the Socket Mode websocket (``/socket``) that ``apps.connections.open`` points to: it sends
@@ -22,6 +32,7 @@ payloads, Socket Mode envelopes, and the v0 request signature (:func:`signed_hea
 from __future__ import annotations
 
 import asyncio
+import base64
 import hashlib
 import hmac
 import itertools
@@ -62,6 +73,21 @@ USERS = {
 LYNN, MARK = "U0LYNN", "U0MARK"
 CHANNEL = "C0GAME"
 WAIT_SECONDS = 10.0
+#: the bot scopes of config/slack-manifest.yml
+BOT_SCOPES = (
+    "chat:write",
+    "commands",
+    "app_mentions:read",
+    "channels:history",
+    "groups:history",
+    "im:history",
+    "mpim:history",
+    "im:write",
+    "files:write",
+    "users:read",
+)
+#: the history scope Slack needs to read a conversation, by the first letter of its id
+HISTORY_SCOPE = {"C": "channels:history", "G": "groups:history", "D": "im:history"}
 
 
 @dataclass
@@ -111,6 +137,11 @@ class FakeSlack:
         self._failures: dict[str, list[Failure]] = {}
         self._socket: web.WebSocketResponse | None = None
         self._counter = itertools.count(1)
+        #: each channel's messages (bot and players, top-level and thread replies), oldest first
+        self.history: dict[str, list[dict[str, Any]]] = {}
+        #: the bot token's scopes (take ``channels:history`` away to see ``missing_scope``)
+        self.scopes: set[str] = set(BOT_SCOPES)
+        self._last_ts = 0.0
         self._changed = asyncio.Condition()
         self._runner: web.AppRunner | None = None
         self.port = 0
@@ -171,6 +202,23 @@ class FakeSlack:
                 await asyncio.wait_for(self._changed.wait_for(predicate), WAIT_SECONDS)
             except TimeoutError:
                 raise AssertionError(f"timed out waiting for {what or predicate}") from None
+
+    def user_posted(self, callback: Mapping[str, Any]) -> None:
+        """A player's message (an Events API callback of :func:`message_event`) is now in its
+        channel, as it is in Slack before Slack sends the event."""
+        event = dict(callback["event"])
+        event.pop("channel_type", None)
+        event.pop("event_ts", None)
+        event["type"] = "message"
+        channel = str(event.pop("channel"))
+        messages = self.history.setdefault(channel, [])
+        if not any(m["ts"] == event["ts"] for m in messages):
+            messages.append(event)
+            messages.sort(key=lambda m: float(m["ts"]))
+
+    def bot_messages(self, channel: str) -> list[dict[str, Any]]:
+        """What the bot posted in ``channel`` (thread replies included), oldest first."""
+        return [m for m in self.history.get(channel, []) if m.get("bot_id") == BOT_ID]
 
     def fail_next(
         self, method: str, status: int, error: str, headers: Mapping[str, str] | None = None
@@ -269,9 +317,9 @@ class FakeSlack:
             user = self.users.get(str(params.get("user")))
             return {"ok": True, "user": user} if user else _error("user_not_found")
         if method == "chat.postMessage":
-            ts = f"{1_700_000_000 + number}.000100"
-            message = {"type": "message", "text": params.get("text"), "ts": ts, "bot_id": BOT_ID}
-            return {"ok": True, "channel": params.get("channel"), "ts": ts, "message": message}
+            return self._post_message(params)
+        if method in ("conversations.history", "conversations.replies"):
+            return self._read(method, params)
         if method == "chat.postEphemeral":
             return {"ok": True, "message_ts": f"{1_700_000_000 + number}.000200"}
         if method == "conversations.open":  # a direct-message channel with one user
@@ -290,6 +338,114 @@ class FakeSlack:
             return {"ok": True, "url": f"ws://{LOOPBACK}:{self.port}/socket?ticket={number}"}
         return _error("unknown_method")
 
+    def _next_ts(self) -> str:
+        """A message ts as Slack makes them: the time of posting, unique in the workspace."""
+        self._last_ts = max(time.time(), self._last_ts + 0.000001)
+        return f"{self._last_ts:.6f}"
+
+    def _post_message(self, params: dict[str, Any]) -> dict[str, Any]:
+        channel = params.get("channel")
+        if not isinstance(channel, str) or not channel:
+            return _error("channel_not_found")
+        metadata = params.get("metadata")
+        if isinstance(metadata, str):  # a form-encoded call sends it as JSON text
+            try:
+                metadata = json.loads(metadata)
+            except ValueError:
+                return _error("invalid_metadata_format")
+        if metadata is not None and not (
+            isinstance(metadata, dict)
+            and isinstance(metadata.get("event_type"), str)
+            and isinstance(metadata.get("event_payload"), dict)
+        ):
+            return _error("invalid_metadata_schema")
+        ts = self._next_ts()
+        message: dict[str, Any] = {
+            "type": "message",
+            "user": BOT_USER,
+            "bot_id": BOT_ID,
+            "app_id": APP_ID,
+            "team": TEAM,
+            "text": params.get("text"),
+            "ts": ts,
+        }
+        if params.get("blocks"):
+            message["blocks"] = params["blocks"]
+        thread_ts = params.get("thread_ts")
+        if isinstance(thread_ts, str) and thread_ts:
+            message["thread_ts"] = thread_ts
+            message["parent_user_id"] = next(
+                (m.get("user") for m in self.history.get(channel, []) if m["ts"] == thread_ts),
+                None,
+            )
+        if metadata is not None:
+            message["metadata"] = {
+                "event_type": metadata["event_type"],
+                "event_payload": metadata["event_payload"],
+            }
+        self.history.setdefault(channel, []).append(message)
+        return {"ok": True, "channel": channel, "ts": ts, "message": message}
+
+    def _read(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        """``conversations.history`` and ``conversations.replies``, as Slack answers them."""
+        channel = params.get("channel")
+        if not isinstance(channel, str) or not channel:
+            return _error("channel_not_found")
+        needed = HISTORY_SCOPE.get(channel[0], "mpim:history")
+        if needed not in self.scopes:
+            return {
+                **_error("missing_scope"),
+                "needed": needed,
+                "provided": ",".join(sorted(self.scopes)),
+            }
+        try:
+            limit = min(999, max(1, int(params.get("limit") or 100)))
+            oldest = float(params.get("oldest") or 0)
+            latest = float(params.get("latest") or time.time() + 1)
+        except ValueError:
+            return _error("invalid_arguments")
+        inclusive = _flag(params.get("inclusive"))
+        everything = self.history.get(channel, [])
+        if method == "conversations.history":
+            # the channel's own timeline: threads show only their parent (and broadcasts)
+            messages = [
+                m
+                for m in reversed(everything)
+                if m.get("thread_ts") in (None, m["ts"]) or m.get("subtype") == "thread_broadcast"
+            ]
+            parent: dict[str, Any] | None = None
+        else:
+            ts = params.get("ts")
+            parent = next((m for m in everything if m["ts"] == ts), None)
+            thread = [m for m in everything if m.get("thread_ts") == ts and m["ts"] != ts]
+            if parent is None and not thread:
+                return _error("thread_not_found")
+            messages = thread
+        low = (lambda t: t >= oldest) if inclusive else (lambda t: t > oldest)
+        high = (lambda t: t <= latest) if inclusive else (lambda t: t < latest)
+        messages = [m for m in messages if low(float(m["ts"])) and high(float(m["ts"]))]
+        start = 0
+        cursor = params.get("cursor")
+        if cursor:
+            try:
+                start = int(base64.b64decode(str(cursor)).decode().removeprefix("next:"))
+            except ValueError:
+                return _error("invalid_cursor")
+        page = messages[start : start + limit]
+        if parent is not None and start == 0:
+            page = [parent, *page]  # a thread's first page starts with its parent
+        with_metadata = _flag(params.get("include_all_metadata"))
+        shown = [
+            m if with_metadata else {k: v for k, v in m.items() if k != "metadata"} for m in page
+        ]
+        more = start + limit < len(messages)
+        answer: dict[str, Any] = {"ok": True, "messages": shown, "has_more": more}
+        if method == "conversations.history":
+            answer.update({"pin_count": 0, "channel_actions_ts": None, "channel_actions_count": 0})
+        next_cursor = base64.b64encode(f"next:{start + limit}".encode()).decode() if more else ""
+        answer["response_metadata"] = {"next_cursor": next_cursor}
+        return answer
+
     async def _upload(self, request: web.Request) -> web.Response:
         self.uploads[request.match_info["file_id"]] = await request.read()
         return web.Response(text=f"OK - {len(self.uploads[request.match_info['file_id']])}")
@@ -304,6 +460,11 @@ class FakeSlack:
 
 def _error(code: str) -> dict[str, Any]:
     return {"ok": False, "error": code}
+
+
+def _flag(value: Any) -> bool:
+    """A boolean argument as Slack reads it (slack-sdk sends ``1``/``0`` in query strings)."""
+    return value is True or str(value).lower() in ("1", "true")
 
 
 # --- what Slack sends --------------------------------------------------------------------------

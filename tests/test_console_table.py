@@ -318,3 +318,26 @@ def test_run_ctrl_c_is_one_line(coterie_cli, chat_env, root, tmp_path):
     assert "Traceback" not in err
     lines = err.strip().splitlines()
     assert len(lines) == 1 and "SIGINT: stopping" in lines[0], err  # one line
+
+
+def test_npc_trackers_are_private_to_the_storyteller_and_the_log_shows_changes(make_app):
+    """#20 on the console: a hidden NPC's tracker is shown marked private to the Storyteller;
+    `!log` lists a player's tracker change and the NPC's only as a secret line."""
+    out = run_lines(
+        make_app(seed=1, limits={"rate": {"enabled": False}}),
+        "carol: !storyteller claim\n"
+        "carol: !npc new Guard\n"
+        "carol: !npc macro Guard add look = Perception 6\n"
+        "carol: !npc damage Guard 2 lethal\n"
+        "!char new Lise\n"
+        "!damage 1\n"
+        "!log\n",
+    )
+    lines = out.splitlines()
+    assert "An NPC's tracker changed." in lines
+    assert "(private to carol) Guard: Health [.......] Healthy → [XX.....] Hurt (-1)" in lines
+    assert "(private to carol) Guard: macro look = Perception 6" in lines
+    assert not [line for line in lines if "Guard" in line and not line.startswith("(private")]
+    log = lines[lines.index("Last 2 entries") :]
+    assert log[1].endswith("carol changed a tracker in secret")
+    assert log[2].endswith("alice Lise: Health [.......] Healthy → [/......] Bruised")

@@ -17,7 +17,6 @@ import re
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
-import nio
 import pytest
 from nio.crypto.attachments import decrypt_attachment
 
@@ -29,8 +28,10 @@ from matrix_helpers import (
     MatrixTestCommands,
     Player,
     Seen,
+    answers_to,
     make_adapter,
     make_core,
+    room_history,
     serving,
     start_player,
 )
@@ -608,6 +609,45 @@ async def test_a_restarted_bot_resumes_without_replaying(synapse, bot, player, t
         assert len(player.replies(bot.user_id, command)) == 1, command
 
 
+async def test_a_send_repeated_after_a_new_login_on_the_same_device_posts_once(
+    synapse, bot, player, tmp_path
+):
+    """What kill -9 safety on Matrix rests on, checked against the homeserver itself: the bot
+    logs in again after a restart (a new access token, the same device id from its store) and
+    repeats a send with the same transaction id; the homeserver answers with the event it made
+    the first time instead of posting again. (Transaction ids are scoped to the device since
+    Matrix 1.7 / MSC3970; a homeserver scoping them to the access token would post twice.)"""
+    async with serving(make_adapter(make_core(), synapse, bot, tmp_path / "store")):
+        room = await joined_room(player, bot)
+
+    def login(device_id: str | None) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "type": "m.login.password",
+            "identifier": {"type": "m.id.user", "user": bot.user_id},
+            "password": bot.password,
+        }
+        if device_id:
+            body["device_id"] = device_id
+        return synapse.request("POST", "/_matrix/client/v3/login", body)
+
+    def send(token: str, txn: str) -> str:
+        path = f"/_matrix/client/v3/rooms/{room}/send/m.room.message/{txn}"
+        content = {"msgtype": "m.notice", "body": "once"}
+        return str(synapse.request("PUT", path, content, token=token)["event_id"])
+
+    first = await asyncio.to_thread(login, None)
+    sent = await asyncio.to_thread(send, first["access_token"], "coterie.test.part0")
+    again = await asyncio.to_thread(login, first["device_id"])  # the restart
+    assert again["device_id"] == first["device_id"]
+    assert again["access_token"] != first["access_token"]
+    repeated = await asyncio.to_thread(send, again["access_token"], "coterie.test.part0")
+    assert repeated == sent
+    other = await asyncio.to_thread(login, None)  # another device: its own transactions
+    assert await asyncio.to_thread(send, other["access_token"], "coterie.test.part0") != sent
+    bodies = [e for e in await room_history(player, room) if e["content"].get("body") == "once"]
+    assert len(bodies) == 2
+
+
 async def test_homeserver_restart_reconnects_and_answers_once(
     synapse, bot, player, tmp_path, caplog
 ):
@@ -720,34 +760,40 @@ async def test_a_secret_from_an_encrypted_room_goes_to_an_encrypted_direct_room(
     assert part.encrypted and "10 7 1 3 6" in part.content["body"]
 
 
+async def test_npc_trackers_go_to_the_storytellers_direct_room_and_log_lines_render(
+    synapse, bot, player, tmp_path
+):
+    """#20: a hidden NPC's tracker moves only in the Storyteller's direct room (HTML, the name
+    bold); `!log` in the room shows a player's tracker change and the NPC's as a secret line."""
+    adapter = make_adapter(make_core(), synapse, bot, tmp_path / "store")
+    async with serving(adapter):
+        room = await joined_room(player, bot)
+        replies = {}
+        for text in ("!storyteller claim", "!npc new Guard", "!npc damage Guard 2 lethal"):
+            command = await player.say(room, text)
+            replies[text] = await player.wait_reply(bot.user_id, command)
+        mine = await direct_from(player, bot, {room})
+        await player.wait_for(lambda s: len(notices_in(player, bot, mine)) >= 2, "two parts")
+        for text in ("!char new Lise", "!damage 1", "!log"):
+            command = await player.say(room, text)
+            replies[text] = await player.wait_reply(bot.user_id, command)
+    assert replies["!npc damage Guard 2 lethal"].content["body"] == "An NPC's tracker changed."
+    said = [  # what the bot wrote in the room: never the NPC's tracker
+        json.dumps([s.content.get("body"), s.content.get("formatted_body")])
+        for s in notices_in(player, bot, room)
+    ]
+    assert len(said) == 6 and not any("Guard" in text or "XX" in text for text in said)
+    part = notices_in(player, bot, mine)[-1].content
+    assert part["body"] == "Guard: Health [.......] Healthy → [XX.....] Hurt (-1)"
+    assert part["formatted_body"].startswith("<strong>Guard</strong>: Health")
+    log = replies["!log"].content
+    name = player.account.localpart
+    assert f"{name} Lise: Health [.......] Healthy → [/......] Bruised" in log["body"]
+    assert f"{name} changed a tracker in secret" in log["body"]
+    assert f"<strong>{name}</strong> changed a tracker in secret" in log["formatted_body"]
+
+
 # --- catching up after an absence ----------------------------------------------------------------
-
-
-async def room_history(player: Player, room: str) -> list[dict]:
-    """Every event of ``room`` (oldest first), read back with /messages: a player's own syncs
-    skip events when many arrive at once (limited timelines), the history does not."""
-    await player.sync()
-    token = player.client.next_batch
-    events: list[dict] = []
-    while True:
-        page = await player.client.room_messages(room, start=token, limit=100)
-        assert isinstance(page, nio.RoomMessagesResponse), page
-        events.extend(event.source for event in page.chunk)
-        if not page.chunk or not page.end:
-            return list(reversed(events))
-        token = page.end
-
-
-def answers_to(history: list[dict], bot: str) -> dict[str, int]:
-    """How many replies the bot sent to each event."""
-    counts: dict[str, int] = {}
-    for event in history:
-        if event.get("sender") == bot and event.get("type") == "m.room.message":
-            relates = (event.get("content") or {}).get("m.relates_to") or {}
-            target = (relates.get("m.in_reply_to") or {}).get("event_id")
-            if target:
-                counts[target] = counts.get(target, 0) + 1
-    return counts
 
 
 async def test_150_commands_sent_while_away_are_all_answered(synapse, bot, player, tmp_path):

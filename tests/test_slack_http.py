@@ -492,6 +492,117 @@ async def test_a_reply_that_cannot_be_posted_is_not_marked_answered(fake, sessio
     assert [a.status for a in fake.attempts("chat.postMessage")] == [503] * 3 + [200]
 
 
+async def died_after_posting(adapter: SlackAdapter, event: dict[str, Any]) -> None:
+    """Leave ``event``'s delivery as a worker killed right after Slack accepted its reply
+    leaves it: claimed long ago, never marked answered."""
+    assert adapter.bot is not None
+    then = time.time() - 60
+    key = f"event:{event['event_id']}"
+    entry = {"at": then, "claimed": then, "done": False}
+    await adapter.bot.core.state.set("slack.events", key, entry)
+
+
+@pytest.mark.parametrize("thread", ["follow", "always"])
+async def test_a_redelivery_after_a_crash_does_not_post_the_reply_again(fake, session, thread):
+    """The kill -9 window: Slack accepted the reply, the worker died before marking the event
+    answered, Slack delivers the event again. The reply carries the delivery in its metadata;
+    the redelivery finds it in the channel (or thread) and posts nothing."""
+    event = message_event("!roll 2 # once")
+    fake.user_posted(event)
+    async with serving(adapter_for(fake, thread=thread)) as adapter:
+        assert await post_event(session, adapter, event) == (200, "")
+        await settle(adapter)
+        [first] = fake.ok_calls("chat.postMessage")
+        metadata = {
+            "event_type": "coterie_reply",
+            "event_payload": {"delivery": "event:" + event["event_id"]},
+        }
+        assert first.params["metadata"] == metadata
+        assert first.result["message"]["metadata"] == metadata  # Slack echoes it
+        await died_after_posting(adapter, event)
+        retry = {"X-Slack-Retry-Num": "1", "X-Slack-Retry-Reason": "http_timeout"}
+        assert await post_event(session, adapter, event, headers=retry) == (200, "")
+        await settle(adapter)
+        # answered now: a later delivery is acknowledged without a look
+        retry = {"X-Slack-Retry-Num": "2", "X-Slack-Retry-Reason": "http_timeout"}
+        assert await post_event(session, adapter, event, headers=retry) == (200, "")
+        await settle(adapter)
+    assert len(fake.ok_calls("chat.postMessage")) == 1
+    assert len(fake.bot_messages(CHANNEL)) == 1
+    read = "conversations.replies" if thread == "always" else "conversations.history"
+    [look] = fake.ok_calls(read)
+    assert look.params["include_all_metadata"] in ("1", "true", True)
+    assert look.params["oldest"] == event["event"]["ts"]
+
+
+async def test_the_look_for_an_earlier_reply_follows_the_pages(fake, session, monkeypatch):
+    """Many messages came after the reply (newest first, two a page here): the look reads on
+    through ``next_cursor`` until it finds it."""
+    import coterie_slack.posted
+
+    monkeypatch.setattr(coterie_slack.posted, "PAGE", 2)
+    event = message_event("!roll 2 # first")
+    fake.user_posted(event)
+    async with serving(adapter_for(fake)) as adapter:
+        assert await post_event(session, adapter, event) == (200, "")
+        await settle(adapter)
+        for n in range(5):  # later chatter and replies push it back
+            later = message_event(f"!roll 1 # later-{n}")
+            fake.user_posted(later)
+            assert await post_event(session, adapter, later) == (200, "")
+            await settle(adapter)
+        await died_after_posting(adapter, event)
+        retry = {"X-Slack-Retry-Num": "1", "X-Slack-Retry-Reason": "http_timeout"}
+        assert await post_event(session, adapter, event, headers=retry) == (200, "")
+        await settle(adapter)
+    assert len(fake.ok_calls("chat.postMessage")) == 6
+    looks = fake.ok_calls("conversations.history")
+    assert len(looks) > 2 and not looks[0].params.get("cursor") and looks[-1].params["cursor"]
+    assert all(len(look.result["messages"]) <= 2 for look in looks)
+
+
+async def test_a_redelivery_whose_reply_was_never_posted_is_answered(fake, session):
+    """The same redelivery when the worker died before its post reached Slack: the look finds
+    nothing (other replies in the channel do not count) and the stored reply is posted."""
+    other = message_event("!roll 1 # other")
+    event = message_event("!roll 2 # late")
+    async with serving(adapter_for(fake)) as adapter:
+        assert await post_event(session, adapter, other) == (200, "")
+        await settle(adapter)
+        fake.fail_next("chat.postMessage", 400, "fatal_error")  # lost for good: no retry
+        assert await post_event(session, adapter, event) == (200, "")
+        await settle(adapter)
+        await died_after_posting(adapter, event)
+        retry = {"X-Slack-Retry-Num": "1", "X-Slack-Retry-Reason": "http_timeout"}
+        assert await post_event(session, adapter, event, headers=retry) == (200, "")
+        await settle(adapter)
+    texts = [c.params["text"] for c in fake.ok_calls("chat.postMessage")]
+    assert len(texts) == 2 and "late" in texts[1]
+    assert len(fake.ok_calls("conversations.history")) == 1
+
+
+async def test_without_the_history_scope_a_redelivery_posts_anyway_and_says_so_once(
+    fake, session, caplog
+):
+    fake.scopes.discard("channels:history")
+    events = [message_event(f"!roll 2 # twice-{n}") for n in range(2)]
+    caplog.set_level(logging.INFO, logger="coterie.slack")
+    async with serving(adapter_for(fake)) as adapter:
+        for event in events:
+            assert await post_event(session, adapter, event) == (200, "")
+            await settle(adapter)
+            await died_after_posting(adapter, event)
+            retry = {"X-Slack-Retry-Num": "1", "X-Slack-Retry-Reason": "http_timeout"}
+            assert await post_event(session, adapter, event, headers=retry) == (200, "")
+            await settle(adapter)
+    # no reply lost: each posted again (the doubled reply the scope would have prevented)
+    assert len(fake.ok_calls("chat.postMessage")) == 4
+    [refused] = fake.attempts("conversations.history")  # asked once, then not again
+    assert refused.error == "missing_scope"
+    warnings = [r for r in caplog.records if "missing_scope" in r.getMessage()]
+    assert len(warnings) == 1 and "channels:history" in warnings[0].getMessage()
+
+
 async def test_a_flood_of_unsigned_requests_logs_no_bodies(fake, session, caplog):
     """slack-bolt logged the whole body of every unsigned request at INFO (100 posts made a
     90 MB log): now one short line each, without the body or any token in it."""
@@ -741,3 +852,29 @@ async def test_contest_and_vs_a_mentioned_player_by_trait_names(fake, session):
     assert mrkdwn.endswith("\nLise: Dexterity 3 + Athletics 1 = 4 dice")
     assert versus["text"].endswith("\nLise: Dexterity 3 + Athletics 1 = 4 dice")
     assert "Resisted: you win with 4 successes (Exceptional)\n" in versus["text"]
+
+
+async def test_npc_trackers_go_to_the_storyteller_ephemerally_and_log_lines_render(fake, session):
+    """#20: a hidden NPC's tracker moves only in the Storyteller's ephemeral message; `!log`
+    shows a player's tracker change as a mrkdwn line and the NPC's as a secret one."""
+    async with serving(adapter_for(fake)) as adapter:
+        for user, text in (
+            (MARK, "!storyteller claim"),
+            (MARK, "!npc new Guard"),
+            (MARK, "!npc damage Guard 2 lethal"),
+            (LYNN, "!char new Lise"),
+            (LYNN, "!damage 1"),
+            (LYNN, "!log"),
+        ):
+            await post_event(session, adapter, message_event(text, user=user))
+            await settle(adapter)
+    room = [c.params for c in fake.ok_calls("chat.postMessage") if c.params["channel"] == CHANNEL]
+    assert "An NPC's tracker changed." in [r["text"] for r in room]
+    assert not any("Health [" in json.dumps(r) for r in room[:-2])  # the NPC's stays private
+    [npc] = [c.params for c in fake.ok_calls("chat.postEphemeral") if "Health" in c.params["text"]]
+    assert npc["user"] == MARK and npc["channel"] == CHANNEL
+    assert section_text(npc["blocks"]) == "*Guard*: Health [.......] Healthy → [XX.....] Hurt (-1)"
+    log = section_text(room[-1]["blocks"])
+    assert log.startswith("*Last 2 entries*")
+    assert "*Lynn* Lise: Health [.......] Healthy → [/......] Bruised" in log
+    assert "*Mark Roe* changed a tracker in secret" in log and "Guard" not in log

@@ -55,7 +55,7 @@ from coterie_slack.mrkdwn import (
     strip_leading_mention,
 )
 from coterie_slack.settings import SlackSettings, read_credentials
-from slack_fake import ENV, make_core
+from slack_fake import BOT_SCOPES, ENV, make_core
 
 MRKDWN = SlackEncoder()
 
@@ -463,6 +463,7 @@ def test_the_manifest_matches_the_adapter(root):
         "mpim:history",
         "users:read",
     }
+    assert scopes == set(BOT_SCOPES)  # the fake Web API grants what the manifest asks for
     settings = manifest["settings"]
     assert set(settings["event_subscriptions"]["bot_events"]) == {
         "app_mention",

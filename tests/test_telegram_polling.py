@@ -620,3 +620,37 @@ async def test_a_hanging_third_party_command_leaves_other_chats_answering(fake, 
         await settle(adapter)
     assert "2 dice" in answer["text"] and took < 1.0, took
     assert late["text"].startswith("⚠ `!nap` took too long")
+
+
+async def test_npc_trackers_go_to_the_storytellers_private_chat_and_log_lines_render(
+    fake, lynn, mark
+):
+    """#20: a hidden NPC's tracker moves only in the Storyteller's private chat, as HTML; `!log`
+    in the group shows a player's tracker change and the NPC's only as a secret line."""
+    fake.add_chat(mark["id"], "private", title="Mark")
+    async with serving(make_adapter(fake)) as adapter:
+        sent = 0
+        for user, text, answers in (
+            (mark, "!storyteller claim", 1),
+            (mark, "!npc new Guard", 2),
+            (mark, "!npc damage Guard 2 lethal", 2),
+            (lynn, "!char new Lise", 1),
+            (lynn, "!damage 1", 1),
+            (lynn, "!log", 1),
+        ):
+            sent += answers
+            await fake.user_message(GROUP, user, text)
+            await fake.wait_sent(sent)
+            await settle(adapter)
+    room = texts(fake, GROUP)
+    assert "An NPC's tracker changed." in room
+    assert not any("Guard" in text for text in room)
+    private = fake.sent(mark["id"])
+    npc = private[-1]  # sent as HTML: the name in bold
+    assert npc["text"] == "Guard: Health [.......] Healthy → [XX.....] Hurt (-1)"
+    assert {"type": "bold", "offset": 0, "length": 5} in npc["entities"]
+    log = fake.sent(GROUP)[-1]
+    assert "Lynn Lise: Health [.......] Healthy → [/......] Bruised" in log["text"]
+    assert "Mark changed a tracker in secret" in log["text"]
+    bold = {log["text"][e["offset"] : e["offset"] + e["length"]] for e in log["entities"]}
+    assert {"Lynn", "Mark"} <= bold

@@ -4,8 +4,10 @@ stand-in for the TLS reverse proxy), and requests without the secret token are r
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sys
+import time
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -128,6 +130,47 @@ async def test_a_replayed_update_is_answered_once(fake, lynn, session):
             ) as response:
                 assert response.status == 200
         await settle(adapter)
+    assert len(fake.sent()) == 1
+
+
+async def test_an_update_is_acknowledged_once_its_reply_went_out(fake, lynn, session):
+    """A process killed between acknowledging an update and answering it would lose it (Telegram
+    does not send an acknowledged update again): the 200 comes after the reply."""
+    headers = {SECRET_HEADER: WEBHOOK_SECRET, "Content-Type": "application/json"}
+    async with serving(webhook_adapter(fake, faces=[8, 8, 8])) as adapter:
+        for n in range(3):
+            update = await fake.user_message(GROUP, lynn, f"!roll 1 6 # ack-{n}")
+            async with session.post(
+                local_url(adapter), data=json.dumps(update), headers=headers
+            ) as response:
+                assert response.status == 200
+                assert len(fake.sent()) == n + 1  # answered before it was acknowledged
+        await settle(adapter)
+
+
+async def test_an_update_claimed_by_a_dead_process_is_refused_until_its_lease_lapses(
+    fake, lynn, session
+):
+    """A worker claimed the update and died before answering it: Telegram's next post of it gets
+    503 (not 200, which would drop it) while the claim is young, then is taken over and
+    answered once."""
+    store = MemoryStore()
+    update = await fake.user_message(GROUP, lynn, "!roll 1 6")
+    headers = {SECRET_HEADER: WEBHOOK_SECRET, "Content-Type": "application/json"}
+    core = make_core([8, 8], store=store)
+    async with serving(webhook_adapter(fake, core=core, claim_lease=1)) as adapter:
+        assert adapter.bot is not None
+        key = f"{adapter.bot.credentials.bot_id}:{update['update_id']}"
+        await store.set("telegram.updates", key, {"at": time.time(), "done": False})
+        statuses = []
+        for wait in (0, 1.2, 0):
+            await asyncio.sleep(wait)
+            async with session.post(
+                local_url(adapter), data=json.dumps(update), headers=headers
+            ) as response:
+                statuses.append(response.status)
+        await settle(adapter)
+    assert statuses == [503, 200, 200]
     assert len(fake.sent()) == 1
 
 

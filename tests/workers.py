@@ -295,7 +295,10 @@ class Player:
             return 0
 
     def new_slack_event(self, text: str, **kw: Any) -> dict[str, Any]:
-        return message_event(text, **kw)
+        """A player's message: in the channel (Slack keeps it) and its event to deliver."""
+        event = message_event(text, **kw)
+        self.slack.user_posted(event)
+        return event
 
     def slack_replies(self, marker: str) -> list[dict[str, Any]]:
         """The replies whose text carries ``marker`` (a whole word: ``m-1`` is not ``m-10``)."""

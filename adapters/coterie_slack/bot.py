@@ -53,6 +53,7 @@ from coterie_slack.blocks import (
 )
 from coterie_slack.dedup import BUSY, DONE, NEW, RecentDeliveries, delivery_key
 from coterie_slack.mrkdwn import decode, mention_pattern, remove_mentions, strip_leading_mention
+from coterie_slack.posted import PostedReplies, reply_metadata
 from coterie_slack.settings import Credentials, SlackSettings
 
 log = logging.getLogger("coterie.slack")
@@ -136,6 +137,11 @@ class Target:
     thread_ts: str | None = None
     #: slash commands and buttons answer through their ``response_url``
     respond: AsyncRespond | None = None
+    #: the delivery (``event:Ev…``) a reply to a channel message answers: named in the reply's
+    #: metadata, so a redelivery can find it (:mod:`.posted`)
+    delivery: str | None = None
+    #: the ts of the player's message (a reply to it can only be newer)
+    after: str | None = None
 
 
 #: Web API answers that mean "not handled now, try again"
@@ -324,6 +330,7 @@ class SlackBot:
         )
         self.recent = RecentDeliveries(core.state)
         self.names = DisplayNames(self.client)
+        self.posted = PostedReplies(self.client)
         self.verifier = (
             SignatureVerifier(credentials.signing_secret) if credentials.signing_secret else None
         )
@@ -478,11 +485,13 @@ class SlackBot:
     # --- listeners: hand over and return ---------------------------------------------------------
 
     async def _on_message(self, event: dict[str, Any], context: AsyncBoltContext) -> None:
-        work = self._answer_event(event, context.bot_user_id, mention=False)
+        delivery = context.get(DELIVERY)
+        work = self._answer_event(event, context.bot_user_id, mention=False, delivery=delivery)
         await self._spawn(work, "a message", context)
 
     async def _on_mention(self, event: dict[str, Any], context: AsyncBoltContext) -> None:
-        work = self._answer_event(event, context.bot_user_id, mention=True)
+        delivery = context.get(DELIVERY)
+        work = self._answer_event(event, context.bot_user_id, mention=True, delivery=delivery)
         await self._spawn(work, "a mention", context)
 
     async def _on_command(
@@ -518,7 +527,12 @@ class SlackBot:
         return thread_ts
 
     async def _answer_event(
-        self, event: dict[str, Any], bot_user_id: str | None, *, mention: bool
+        self,
+        event: dict[str, Any],
+        bot_user_id: str | None,
+        *,
+        mention: bool,
+        delivery: str | None = None,
     ) -> None:
         if not is_user_message(event):
             return
@@ -550,7 +564,14 @@ class SlackBot:
         reply = await self.core.handle(message)
         if reply is not None:
             thread = self.thread_for(event.get("thread_ts"), event.get("ts"))
-            await self.deliver(reply, Target(channel=channel, user=user, thread_ts=thread))
+            target = Target(
+                channel=channel,
+                user=user,
+                thread_ts=thread,
+                delivery=delivery,
+                after=event.get("ts"),
+            )
+            await self.deliver(reply, target)
 
     async def _answer_command(self, command: dict[str, Any], respond: AsyncRespond) -> None:
         name = str(command.get("command", ""))
@@ -648,7 +669,7 @@ class SlackBot:
                     blocks=message.blocks,
                     thread_ts=target.thread_ts,
                 )
-            else:
+            elif not await self._posted_before(reply, target):
                 await self.client.chat_postMessage(
                     channel=target.channel,
                     text=message.text,
@@ -656,11 +677,25 @@ class SlackBot:
                     thread_ts=target.thread_ts,
                     unfurl_links=False,
                     unfurl_media=False,
+                    metadata=reply_metadata(target.delivery) if target.delivery else None,
                 )
         if message.images:
             await self._upload(message.images, target)
         for part in reply.private:
             await self._deliver_private(part, target)
+
+    async def _posted_before(self, reply: Reply, target: Target) -> bool:
+        """Whether this reply is in the channel already: asked only when an earlier delivery of
+        the same event may have posted it (its command's stored reply came back, or its claim
+        was taken over from a worker that died). See :mod:`.posted`."""
+        key = target.delivery
+        if key is None:
+            return False
+        if reply.meta.get("redelivered") != "true" and not self.recent.resumed(key):
+            return False
+        return await self.posted.find(
+            channel=target.channel, delivery=key, after=target.after, thread_ts=target.thread_ts
+        )
 
     async def _deliver_private(self, part: Private, target: Target) -> None:
         """A part for one user only: an ephemeral message in the channel (thread) where Slack

@@ -14,7 +14,9 @@ load balancer the retry may reach another worker. Slash commands and button pres
 * another delivery of the id gets :data:`DONE` (acknowledge, do not answer) or, while the claim is
   younger than ``lease`` seconds and not done, :data:`BUSY` (someone is answering it right now).
   A claim older than ``lease`` that was never marked done belongs to a worker that died before
-  answering: the next delivery takes it over and answers.
+  answering (or after posting, before marking it): the next delivery takes it over
+  (:meth:`~RecentDeliveries.resumed` is then true) and answers, after checking that the reply
+  is not in the channel already (:mod:`.posted`).
 
 Memory is bounded: at most every ``prune_interval`` seconds a worker removes the entries older than
 the window and, beyond ``max_ids``, the oldest ones.
@@ -85,6 +87,8 @@ class RecentDeliveries:
         self._pruning = asyncio.Lock()
         #: keys claimed here and not yet done: when each was first seen
         self._claimed: dict[str, float] = {}
+        #: keys claimed here that a worker which died had claimed before
+        self._resumed: set[str] = set()
 
     def _live(self, entry: Any, now: float) -> dict[str, Any] | None:
         if not isinstance(entry, dict):
@@ -109,6 +113,8 @@ class RecentDeliveries:
             at = now if entry is None else float(entry["at"])
             await tx.set(NAMESPACE, key, {"at": at, "claimed": now, "done": False})
         self._claimed[key] = at
+        if entry is not None:  # a lapsed claim: its worker died, maybe after posting the reply
+            self._resumed.add(key)
         await self._maybe_prune(now)
         return NEW
 
@@ -117,6 +123,7 @@ class RecentDeliveries:
         write, no lock: only the claim's holder writes it until its lease is over."""
         now = self._clock()
         at = self._claimed.pop(key, now)
+        self._resumed.discard(key)
         await self._store.set(NAMESPACE, key, {"at": at, "claimed": now, "done": True})
 
     async def release(self, key: str) -> None:
@@ -124,7 +131,13 @@ class RecentDeliveries:
         delivery of it is :data:`NEW` at once (for any worker), not :data:`BUSY` or
         :data:`DONE`."""
         self._claimed.pop(key, None)
+        self._resumed.discard(key)
         await self._store.delete(NAMESPACE, key)
+
+    def resumed(self, key: str) -> bool:
+        """Whether ``key`` (claimed here, not yet done) was taken over from a lapsed claim: the
+        worker that held it may have answered before it died."""
+        return key in self._resumed
 
     async def first_time(self, key: str) -> bool:
         """Claim ``key`` and mark it done at once; true unless it was seen within the window."""

@@ -108,7 +108,7 @@ class TelegramAdapter(Adapter):
                 "Telegram: $%s is not set; the webhook uses a secret made for this run",
                 self.options.webhook_secret_env,
             )
-        server = WebhookServer(path=self.options.path, secret=secret, receive=bot.receive)
+        server = WebhookServer(path=self.options.path, secret=secret, receive=bot.answer_webhook)
         try:
             self.address = await server.listen(self.options.host, self.options.port)
             await bot.set_webhook(secret)

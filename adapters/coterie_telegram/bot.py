@@ -92,6 +92,10 @@ MENUS_NAMESPACE = "telegram.menus"
 MAX_IN_FLIGHT = 64
 #: how long :meth:`TelegramBot.drain` waits for replies still being sent
 DRAIN_SECONDS = 10.0
+#: how long the webhook waits for an update's answer before it acknowledges it anyway (Telegram
+#: waits for the HTTP answer; an update acknowledged before it is answered is lost if the
+#: process dies, so the 200 normally comes after the reply went out)
+WEBHOOK_BUDGET = 8.0
 #: a flood wait longer than this is not waited out: that one message is dropped
 MAX_RETRY_AFTER = 120.0
 #: network errors: the first retry after this many seconds, doubling up to MAX_BACKOFF
@@ -342,12 +346,13 @@ class TelegramBot:
         what: str,
         chat: int | None = None,
         release: bool = False,
-    ) -> None:
+    ) -> asyncio.Task[None]:
         """Run ``work`` in a tracked task (after the chat's earlier updates, when ``chat`` is
         given); ``release`` gives back the in-flight slot :meth:`receive` took."""
         task = asyncio.get_running_loop().create_task(self._guarded(work, what, chat, release))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+        return task
 
     async def _guarded(
         self, work: Coroutine[Any, Any, None], what: str, chat: int | None, release: bool
@@ -403,10 +408,36 @@ class TelegramBot:
     async def receive(self, data: Mapping[str, Any]) -> bool:
         """Take one update (Telegram's JSON): true if it is new and now being handled, false for
         an update id seen before (not answered again) or something that is not an update."""
+        taken, _ = await self._take(data)
+        return taken
+
+    async def answer_webhook(self, data: Mapping[str, Any]) -> int:
+        """The webhook's HTTP status for one update. A new update is answered first and
+        acknowledged (200) once its reply went out, or after :data:`WEBHOOK_BUDGET` seconds: a
+        process killed before then has acknowledged nothing it did not do, and Telegram posts the
+        update again. An update seen before gets 200 when it was answered, else 503: its claim is
+        held by a task or a process answering it now, or by one that died (Telegram asks again
+        later; once the claim's lease lapsed it is taken over and answered)."""
+        taken, task = await self._take(data)
+        if task is not None:
+            await asyncio.wait({task}, timeout=WEBHOOK_BUDGET)
+            return 200
+        update_id = data.get("update_id")
+        if taken or not isinstance(update_id, int):
+            return 200
+        try:
+            answered = await self.seen.is_done(str(update_id))
+        except Exception:
+            log.exception("state store failed; update %d acknowledged", update_id)
+            answered = True
+        return 200 if answered else 503
+
+    async def _take(self, data: Mapping[str, Any]) -> tuple[bool, asyncio.Task[None] | None]:
+        """:meth:`receive`, and the task answering the update when one was started."""
         update_id = data.get("update_id")
         if not isinstance(update_id, int) or isinstance(update_id, bool):
             log.warning("ignored a delivery without an update_id")
-            return False
+            return False, None
         try:
             first = await self.seen.add(str(update_id), lease=self.settings.claim_lease)
         except Exception:  # a broken store must not silence the bot
@@ -414,22 +445,22 @@ class TelegramBot:
             first = True
         if not first:
             log.info("update %d delivered again: not answered twice", update_id)
-            return False
+            return False, None
         try:
             update = Update.de_json(dict(data), self.bot)
         except Exception:
             log.exception("update %d could not be read: skipped", update_id)
-            return True
+            return True, None
         await self._capacity.acquire()
         chat = update.effective_chat
         self.unanswered.add(update_id)
-        self._spawn(
+        task = self._spawn(
             self._answer_update(update, update_id),
             what=f"update {update_id}",
             chat=chat.id if chat else None,
             release=True,
         )
-        return True
+        return True, task
 
     async def _answer_update(self, update: Update, update_id: int) -> None:
         """Handle an update, then mark it answered (in the store: a redelivery is not answered

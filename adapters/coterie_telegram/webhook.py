@@ -5,9 +5,10 @@ Every request must carry the ``X-Telegram-Bot-Api-Secret-Token`` header with the
 gave ``setWebhook``; anything without it, whatever its path or method, is refused with 403 before
 its body is looked at (the secret is compared in constant time). Then only ``POST`` on the
 configured path is accepted; its body must be one update as JSON (400 otherwise). Bodies over
-1 MB are refused by the HTTP server itself (413). The answer is 200 as soon as the
-update is recorded (its id de-duplicated), before the reply is computed: Telegram waits for the
-answer and would otherwise re-send the update.
+1 MB are refused by the HTTP server itself (413). The status of an update is the bot's
+(:meth:`~coterie_telegram.bot.TelegramBot.answer_webhook`): 200 once it is answered (or was
+before), 503 while its claim is held elsewhere, so Telegram posts it again later; an update is
+never acknowledged before it is answered unless answering takes longer than the bot's budget.
 
 The server speaks plain HTTP on ``host``:``port``; Telegram only posts to HTTPS, so it runs behind
 a reverse proxy that terminates TLS (see docs/platforms/telegram.md).
@@ -29,7 +30,8 @@ SECRET_HEADER = "X-Telegram-Bot-Api-Secret-Token"
 #: an update is a few kilobytes; anything much larger is not one
 MAX_BODY = 1 << 20
 
-Receiver = Callable[[Mapping[str, Any]], Awaitable[bool]]
+#: takes one update, answers the HTTP status for it
+Receiver = Callable[[Mapping[str, Any]], Awaitable[int]]
 
 
 def _refuse(status: int, reason: str) -> web.Response:
@@ -70,7 +72,9 @@ class WebhookServer:
         update_id = data.get("update_id") if isinstance(data, dict) else None
         if not isinstance(update_id, int) or isinstance(update_id, bool):
             return _refuse(400, "Not an update")
-        await self.receive(data)
+        status = await self.receive(data)
+        if status != 200:
+            return _refuse(status, "Busy, try again")
         return web.Response(status=200)
 
     async def listen(self, host: str, port: int) -> tuple[str, int]:

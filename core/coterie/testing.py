@@ -235,7 +235,8 @@ class Table:
         return [self.send(text, user=user, room=room) for user, text in lines]
 
     async def arolls(self, room: str | None = None, *, user: str | None = None) -> list[RollRecord]:
-        """The room's roll log, oldest first."""
+        """The room's roll log, oldest first: rolls and tracker changes (``record.kind``
+        ``"tracker"``; ``record.is_roll`` tells them apart)."""
         records = await self.app.state.rolls(self.room_key(room), limit=None, user=user)
         return list(reversed(records))
 

@@ -3,7 +3,9 @@
 Sessions come from the key-value store (namespace :data:`SESSIONS`, key = the room key, kept by
 ``!session start/end``); every logged roll carries the id of the session it was rolled in, or none,
 and the scene it was rolled in (``!scene start``), if any: within a session the Markdown recaps the
-rolls scene by scene. Secret rolls are marked so (this is the operator's view).
+rolls scene by scene. Tracker changes (``!hunger``, ``!damage``, a failed rouse check …) are
+entries of the roll log too (``detail["kind"] == "tracker"``): they appear among the rolls in time
+order, under their scene. Secret rolls and changes are marked so (this is the operator's view).
 See ``docs/storage.md`` for both formats.
 """
 
@@ -14,6 +16,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from coterie.framework.sessions import SESSIONS
+from coterie.play.changelog import change_line
 from coterie.storage.state import RollRecord, StateStore, faces_text
 
 OUTSIDE = "Outside sessions"
@@ -81,7 +84,10 @@ def _cell(text: str) -> str:
 
 def result_text(record: RollRecord) -> str:
     """``3 successes (success)``, ``botch``-flagged when the roll botched, and with the rule
-    set's other outcome flags its word does not already say (``critical``, ``exceptional`` …)."""
+    set's other outcome flags its word does not already say (``critical``, ``exceptional`` …);
+    for a tracker change, the change (``Alex: Hunger 2 → 3 (failed rouse check)``)."""
+    if not record.is_roll:
+        return change_line(record)
     count = f"{record.successes} success" + ("" if record.successes == 1 else "es")
     text = f"{count} ({record.outcome})"
     if record.botch and "botch" not in record.outcome:
@@ -124,7 +130,10 @@ def to_markdown(log: dict[str, Any]) -> str:
             if scene is not None:
                 lines += [f"### Scene: {_cell(scene)}", ""]
             lines += _table(rolls)
-    lines.append(f"{len(records)} roll(s) in {len(log['sessions'])} session(s).")
+    rolled = sum(1 for r in records if r.is_roll)
+    changes = len(records) - rolled
+    tracked = f", {changes} tracker change(s)" if changes else ""
+    lines.append(f"{rolled} roll(s){tracked} in {len(log['sessions'])} session(s).")
     return "\n".join(lines) + "\n"
 
 
@@ -148,7 +157,7 @@ def _table(records: list[RollRecord]) -> list[str]:
     ]
     for r in records:
         who = r.display_name or r.user
-        faces = faces_text(r)
+        faces = _cell(faces_text(r)) if r.is_roll else "—"
         result = result_text(r) + (" — secret" if r.detail.get("secret") else "")
         lines.append(
             f"| {iso(r.time)} | {_cell(r.id)} | {_cell(who)} | {_cell(r.request)} "

@@ -18,8 +18,17 @@ from coterie.framework.commands import Command, CommandContext
 from coterie.framework.grammar import shorten, suggest, tokens
 from coterie.hookimpl import hookimpl
 from coterie.play import sheets
-from coterie.play.roster import Found, chronicle_of, find, has_sheets, save, template_of
-from coterie.render.elements import BR, Node, Text, bold, code
+from coterie.play.changelog import log_moves
+from coterie.play.roster import (
+    NPC_OWNER,
+    Found,
+    chronicle_of,
+    find,
+    has_sheets,
+    save,
+    template_of,
+)
+from coterie.render.elements import BR, Node, Private, Reply, Text, bold, code
 
 CHAR_USAGE = (
     "!char [new NAME [KIND] | use NAME | list | set TRAIT N … | add GROUP NAME N | "
@@ -178,6 +187,8 @@ async def _list(ctx: CommandContext) -> list[Node]:
     everyone = await is_storyteller(ctx)
     lines: list[Node] = []
     for row in await ctx.store.characters(chronicle, None if everyone else ctx.message.user):
+        if row.owner == NPC_OWNER:
+            continue  # (NPCs are listed by `!npc list`, privately)
         star = "★ " if row.active else ""
         lines += [BR, Text(f"{star}"), bold(row.sheet["name"])]
         lines.append(Text(f" ({row.sheet.get('owner_name', row.owner)})"))
@@ -472,7 +483,7 @@ async def sheet_command(ctx: CommandContext) -> list[Node]:
     )
 
 
-async def undo_command(ctx: CommandContext) -> list[Node]:
+async def undo_command(ctx: CommandContext) -> list[Node] | Reply:
     """Take back the author's latest change that is still the sheet's latest."""
     chronicle = chronicle_of(ctx)
     me = ctx.message.user
@@ -490,8 +501,21 @@ async def undo_command(ctx: CommandContext) -> list[Node]:
         )
     # the sheet as it was, version and all: an earlier change (anyone's) whose result that
     # version was can then be undone in turn
-    await ctx.store.save_character(chronicle, change["owner"], change["key"], change["before"])
-    return [Text("Undone: "), bold(change["what"]), Text(f" (was {change['command']})")]
+    restored = change["before"]
+    await ctx.store.save_character(chronicle, change["owner"], change["key"], restored)
+    secret = bool(change.get("secret"))
+    # the trackers it moves back are logged too, as their own entries (``undo``)
+    await log_moves(
+        ctx, template_of(ctx), change["owner"], sheet, restored, secret=secret, undo=True
+    )
+    body: list[Node] = [Text("Undone: "), bold(change["what"]), Text(f" (was {change['command']})")]
+    if not secret:
+        return body
+    # a hidden NPC's change stays the Storyteller's
+    return Reply(
+        [Text("A secret change was undone (sent privately).")],
+        private=[Private(me, body, ctx.message.display_name)],
+    )
 
 
 @hookimpl

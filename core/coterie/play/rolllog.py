@@ -14,6 +14,7 @@ from coterie.errors import UsageError
 from coterie.framework.commands import Command, CommandContext, shown_id
 from coterie.framework.grammar import shorten, tokens
 from coterie.hookimpl import hookimpl
+from coterie.play.changelog import change_line
 from coterie.play.rooms import is_mention, is_storyteller, mention_key, names_person
 from coterie.play.storyteller import revealed
 from coterie.render.elements import BR, Node, Private, Reply, Text, bold, code
@@ -38,6 +39,13 @@ def _result(record: RollRecord) -> str:
 
 def _line(record: RollRecord) -> list[Node]:
     stamp = time.strftime("%m-%d %H:%M", time.gmtime(record.time))
+    if not record.is_roll:  # a tracker change: who changed what, no dice
+        return [
+            code(shown_id(record.id)),
+            Text(f" {stamp} "),
+            bold(record.display_name),
+            Text(f" {shorten(change_line(record), 80)}"),
+        ]
     return [
         code(shown_id(record.id)),
         Text(f" {stamp} "),
@@ -52,7 +60,7 @@ def _secret_line(record: RollRecord) -> list[Node]:
         code(shown_id(record.id)),
         Text(f" {stamp} "),
         bold(record.display_name),
-        Text(" rolled in secret"),
+        Text(" rolled in secret" if record.is_roll else " changed a tracker in secret"),
     ]
 
 
@@ -60,7 +68,11 @@ async def _hidden(ctx: CommandContext, records: list[RollRecord]) -> set[str]:
     """The ids of the secret rolls among ``records`` that are not revealed yet."""
     hidden: set[str] = set()
     for record in records:
-        if record.detail.get("secret") and not await revealed(ctx, record.id):
+        if not record.detail.get("secret"):
+            continue
+        # a tracker a secret roll moved is shown with that roll; a hidden NPC's change, never
+        roll = record.id if record.is_roll else record.detail.get("roll")
+        if not isinstance(roll, str) or not await revealed(ctx, roll):
             hidden.add(record.id)
     return hidden
 
@@ -123,8 +135,9 @@ async def log_command(ctx: CommandContext) -> Reply:
     if not records:
         return Reply([Text("No rolls are logged in this room yet.")])
     hidden = await _hidden(ctx, records)
-    body = [bold(f"Last {len(records)} rolls")]
-    hidden_lines: list[Node] = [bold("Secret rolls among them")] if hidden else []
+    entries = "rolls" if all(r.is_roll for r in records) else "entries"
+    body = [bold(f"Last {len(records)} {entries}")]
+    hidden_lines: list[Node] = [bold(f"Secret {entries} among them")] if hidden else []
     for record in reversed(records):
         body += [BR, *(_secret_line(record) if record.id in hidden else _line(record))]
         if record.id in hidden:
@@ -134,6 +147,8 @@ async def log_command(ctx: CommandContext) -> Reply:
 
 def _detail(record: RollRecord) -> list[Node]:
     stamp = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(record.time))
+    if not record.is_roll:
+        return _tracker_detail(record, stamp)
     body: list[Node] = [
         bold(f"Roll {record.id}"),
         Text(f" — {stamp}, {record.variant}"),
@@ -148,16 +163,42 @@ def _detail(record: RollRecord) -> list[Node]:
     ]
     if record.expected is not None:
         body += [Text(f" (expected {record.expected:.2f} successes)")]
+    return body + _where(record)
+
+
+def _where(record: RollRecord) -> list[Node]:
+    body: list[Node] = []
+    scene = record.detail.get("scene")
+    if isinstance(scene, str):
+        body += [BR, Text(f"Scene: {scene}")]
     if record.session:
         body += [BR, Text("Session "), code(record.session)]
     return body
+
+
+def _tracker_detail(record: RollRecord, stamp: str) -> list[Node]:
+    body: list[Node] = [
+        bold(f"Tracker change {record.id}"),
+        Text(f" — {stamp}, {record.variant}"),
+        BR,
+        bold(record.display_name),
+        Text(": "),
+        code(shorten(record.request, 200)),
+        BR,
+        Text(change_line(record)),
+    ]
+    roll = record.detail.get("roll")
+    if isinstance(roll, str):
+        body += [BR, Text("By roll "), code(shown_id(roll))]
+    return body + _where(record)
 
 
 async def stats_command(ctx: CommandContext) -> list[Node]:
     words = tokens(ctx.args)
     if len(words) > 1 or (words and not is_mention(words[0])):
         raise UsageError("name at most one player, e.g. `!stats @alice`", usage=STATS_USAGE)
-    records = await ctx.app.state.rolls(ctx.message.room_key, limit=None)
+    # only rolls of dice count: a tracker change in the log is no roll
+    records = [r for r in await ctx.app.state.rolls(ctx.message.room_key, limit=None) if r.is_roll]
     hidden = await _hidden(ctx, records)  # a secret roll's dice would tell its result
     records = [r for r in records if r.id not in hidden]
     if words:
@@ -236,12 +277,14 @@ def coterie_commands() -> list[Command]:
     return [
         Command(
             name="log",
-            summary="the room's last rolls, or one roll by its id",
+            summary="the room's last rolls and tracker changes, or one by its id",
             usage=LOG_USAGE,
             examples=("!roll {roll}\n!log", "!log 5"),
             handler=log_command,
             transaction=False,
-            details="Each roll's reply ends with its id. A room's log is read only in that room.",
+            details="Each roll's reply ends with its id. Tracker changes (`!hunger +1`, a "
+            "failed rouse check) are listed among the rolls; `!stats` counts only rolls. A "
+            "room's log is read only in that room.",
         ),
         Command(
             name="stats",

@@ -14,6 +14,8 @@ from coterie.errors import UsageError
 from coterie.framework.characters import CharacterTemplate, fold
 from coterie.framework.commands import CommandContext, shorten_request
 from coterie.framework.variant import Variant
+from coterie.play.changelog import NPC_OWNER as NPC_OWNER
+from coterie.play.changelog import log_moves
 from coterie.play.rooms import is_mention, is_storyteller, mention_key, names_person
 from coterie.storage.character_rows import Character
 
@@ -113,12 +115,15 @@ async def find(ctx: CommandContext, who: str | None = None, *, edit: bool = Fals
     if is_mention(who):
         wanted = mention_key(who)
         for owner, rows in _owners(await ctx.store.characters(chronicle)).items():
+            if owner == NPC_OWNER:  # NPCs are the `!npc` commands' (shown privately), never here
+                continue
             if names_person(wanted, owner, rows[0].sheet.get("owner_name")):
                 if owner != me:
                     await _require_storyteller(ctx, edit)
                 return _found(next((row for row in rows if row.active), rows[0]))
         raise UsageError(f"{shorten_request(who, 40)} has no character in this chronicle")
     everyone = _owners(await ctx.store.characters(chronicle))
+    npcs = everyone.pop(NPC_OWNER, [])  # the `!npc` commands' (shown privately), never here
     mine = _by_name(everyone.pop(me, []), who)
     if mine is not None:
         return _found(mine)
@@ -127,12 +132,19 @@ async def find(ctx: CommandContext, who: str | None = None, *, edit: bool = Fals
         if found is not None:
             await _require_storyteller(ctx, edit)
             return _found(found)
+    if _by_name(npcs, who) is not None and await is_storyteller(ctx):
+        raise UsageError(
+            f"{shorten_request(who, 40)} is an NPC: `!npc sheet NAME`, `!npc hunger NAME +1`, "
+            "`!npc damage NAME 2` … keep it private"
+        )
     raise UsageError(f'no character "{shorten_request(who, 40)}" in this chronicle')
 
 
-#: the pseudo-player whose characters are the chronicle's NPCs (:data:`coterie.play.npcs.
-#: NPC_OWNER`, which imports this module: a test checks the two agree)
-NPC_OWNER = "~npcs"
+async def find_npc(ctx: CommandContext, name: str) -> Found | None:
+    """The chronicle's NPC ``name`` names (exact, else a unique prefix), or ``None``. Only the
+    Storyteller's commands may call this: it checks no rights."""
+    found = _by_name(await ctx.store.characters(chronicle_of(ctx), NPC_OWNER), name)
+    return None if found is None else _found(found)
 
 
 async def opponent(ctx: CommandContext, who: str) -> dict[str, Any]:
@@ -175,13 +187,37 @@ async def _require_storyteller(ctx: CommandContext, edit: bool) -> None:
         raise UsageError(f"only its player or the Storyteller can {verb} someone else's character")
 
 
-async def save(ctx: CommandContext, found: Found, what: str, *, undoable: bool = True) -> None:
-    """Store a changed character (version +1) and remember the change for ``!undo``."""
+async def save(
+    ctx: CommandContext,
+    found: Found,
+    what: str,
+    *,
+    undoable: bool = True,
+    why: str | None = None,
+    secret: bool = False,
+    after_roll: bool = False,
+) -> None:
+    """Store a changed character (version +1), log each tracker it moved in the roll log
+    (:mod:`coterie.play.changelog`; ``why``: the reason play gives, ``secret``: the room must
+    not see it; ``after_roll``: a roll being settled made it, logged after that roll) and
+    remember the change for ``!undo``."""
     sheet = found.sheet
     sheet["version"] = int(found.before.get("version", 0)) + 1
     sheet["updated"] = time.time()
     chronicle = chronicle_of(ctx)
     await ctx.store.save_character(chronicle, found.owner, found.key, sheet)
+    template = templates(ctx.app).get(ctx.variant.name)
+    if template is not None:
+        await log_moves(
+            ctx,
+            template,
+            found.owner,
+            found.before,
+            sheet,
+            reason=why,
+            secret=secret,
+            after_roll=after_roll,
+        )
     if undoable:
         await ctx.store.push_change(
             chronicle,
@@ -195,6 +231,8 @@ async def save(ctx: CommandContext, found: Found, what: str, *, undoable: bool =
                 "before": found.before,
                 "time": sheet["updated"],
                 "roll": ctx.roll_id,
-                "scene": None,
+                "scene": ctx.scene,
+                "session": ctx.session,
+                "secret": secret,
             },
         )

@@ -27,7 +27,16 @@ from coterie.framework.commands import (
 )
 from coterie.framework.grammar import Parsed, shorten, tokens
 from coterie.hookimpl import hookimpl
-from coterie.play.npcs import npc_sheet_command, read_from, sheet_of
+from coterie.play.changelog import last_roll
+from coterie.play.npcs import (
+    macro_args,
+    npc_macro_command,
+    npc_sheet_command,
+    npc_tracker_command,
+    read_from,
+    refused_privately,
+    sheet_of,
+)
 from coterie.play.rooms import (
     claimed_storytellers,
     configured_storytellers,
@@ -37,6 +46,7 @@ from coterie.play.rooms import (
     mentions,
     require_storyteller,
 )
+from coterie.play.trackers import REROLLS, TRACKER_COMMANDS
 from coterie.render.elements import BR, Node, Private, Reply, Text, bold, code, italic
 from coterie.render.serialize import nodes_from_json, nodes_to_json
 from coterie.storage.state import RoomState
@@ -57,11 +67,14 @@ REVEAL_USAGE = "!reveal ROLL-ID"
 ASK_USAGE = "!ask @USER POOL DIFFICULTY secret [margin] | cancel @USER"
 ANSWER_USAGE = "!answer [POOL]"
 NPC_USAGE = (
-    "!npc roll NAME POOL [DIFFICULTY] [options] | new NAME | set NAME TRAIT N … | sheet NAME | "
-    "list | secret on|off"
+    "!npc roll NAME POOL|MACRO [DIFFICULTY] [options] | new NAME | set NAME TRAIT N … | "
+    "sheet NAME | list | hunger|wp|… NAME [N|+N|-N] | damage|heal NAME N [KIND] | "
+    "macro NAME [list | add MACRO = ROLL | del MACRO] | delete NAME | secret on|off"
 )
 #: the ``!npc`` actions on NPCs' sheets (:mod:`coterie.play.npcs`)
-NPC_SHEET_ACTIONS = ("new", "set", "add", "remove", "spec", "unspec", "sheet", "list")
+NPC_SHEET_ACTIONS = ("new", "set", "add", "remove", "spec", "unspec", "sheet", "list", "delete")
+#: the ``!npc`` actions moving an NPC's trackers: the players' tracker commands
+NPC_TRACKER_ACTIONS = frozenset({*TRACKER_COMMANDS, "damage", "heal"})
 
 
 def _state(ctx: CommandContext) -> RoomState:
@@ -136,6 +149,20 @@ async def _secret_roll(ctx: CommandContext, usage: str | None) -> Reply:
     if shown.is_error:  # pragma: no cover - roll_reply raises rather than answering errors
         return shown
     return await secret_reply(ctx, shown.body, who=ctx.message.display_name, what="roll")
+
+
+@hookimpl
+async def coterie_roll_settled(ctx: CommandContext, outcome: Any) -> None:
+    """A re-roll (v5's ``!reroll``) of a secret roll would show it to the room: refused until
+    the roll is revealed (nothing is rolled, nothing changes)."""
+    if ctx.line.command not in REROLLS:
+        return
+    last = await last_roll(ctx)
+    if last is not None and last.detail.get("secret") and not await revealed(ctx, last.id):
+        raise UsageError(
+            f"your last roll ({shown_id(last.id)}) is secret: a re-roll would show it to the "
+            f"room. `{ctx.settings.prefix}reveal {shown_id(last.id)}` first, or roll again"
+        )
 
 
 # --- !reveal --------------------------------------------------------------------------------------
@@ -355,7 +382,7 @@ async def answer(ctx: CommandContext) -> Reply:
 async def npc(ctx: CommandContext) -> Reply | list[Node]:
     words = tokens(ctx.args)
     action = words[0].lower() if words else ""
-    await require_storyteller(ctx, "roll for NPCs")
+    await require_storyteller(ctx, "roll for or change NPCs")
     state = _state(ctx)
     if action == "secret":
         if len(words) != 2 or words[1].lower() not in ("on", "off"):
@@ -366,26 +393,51 @@ async def npc(ctx: CommandContext) -> Reply | list[Node]:
         return [Text(f"NPC rolls are now made {shown} by default in this room.")]
     if action in NPC_SHEET_ACTIONS:
         return await npc_sheet_command(ctx, action, words[1:])
+    if action == "macro":
+        return await npc_macro_command(ctx, words[1:])
+    if action in NPC_TRACKER_ACTIONS:
+        rest, public = _without_word(" ".join(words[1:]), "public")
+        rest, secret_asked = _without_word(rest, SECRET_WORD)
+        hidden = secret_asked or (not public and bool(await state.get("npc_secret", True)))
+        return await npc_tracker_command(ctx, action, rest.split(), hidden=hidden)
     if action != "roll" or len(words) < 3:
         raise UsageError("roll for whom? `!npc roll Guard 5 6`", usage=NPC_USAGE)
     who = words[1][:40]
     sheet = await sheet_of(ctx, who)
-    if sheet is not None:  # an NPC with a sheet: its Trait names are read from it
-        read_from(ctx, sheet)
-        who = str(sheet["name"])
     args, public = _without_word(" ".join(words[2:]), "public")
     args, secret_asked = _without_word(args, SECRET_WORD)
+    comment = ctx.line.comment
+    if sheet is not None:  # an NPC with a sheet: its Trait names and macros are read from it
+        read_from(ctx, sheet)
+        who = str(sheet["name"])
+        args, macro_comment = macro_args(ctx, sheet, args)
+        comment = comment or macro_comment
     secret = secret_asked or (not public and bool(await state.get("npc_secret", True)))
-    ctx.line = replace(ctx.line, args=args)
+    ctx.line = replace(ctx.line, args=args, comment=comment)
     ctx.secret = secret  # before the pools are read: a secret pool's makeup stays private
-    if ctx.resolver is not None:  # the NPC's sheet; the hook adds the sheets named after `vs`
-        await find_resolver(ctx)
-    requests = parse_requests(ctx, usage=NPC_USAGE)
+    try:
+        if ctx.resolver is not None:  # the NPC's sheet; the hook adds the sheets named after `vs`
+            await find_resolver(ctx)
+        requests = parse_requests(ctx, usage=NPC_USAGE)
+    except UsageError as error:  # (nothing is rolled yet) what it tells of the sheet is secret
+        if not secret or sheet is None:
+            raise
+        return refused_privately(ctx, error)
     outcomes = [await ctx.roll(request) for request in requests]
     full = ctx.variant.compose(outcomes, who, ctx.line.comment)
     if not secret:
         return Reply(full, meta={"variant": ctx.variant.name})
+    # the trackers a secret NPC roll moved are as secret as the roll (a player's sheet is no
+    # secret: under a player's secret roll they show in the room)
+    full += _take_notes(ctx)
     return await secret_reply(ctx, full, who=who, what="NPC roll")
+
+
+def _take_notes(ctx: CommandContext) -> list[Node]:
+    """The lines plugins added under a secret NPC roll (a tracker it moved): for its private
+    parts, never the room."""
+    notes, ctx.notes = ctx.notes, []
+    return notes
 
 
 @hookimpl
@@ -425,11 +477,15 @@ def coterie_commands() -> list[Command]:
         ),
         Command(
             name="npc",
-            summary="roll for a nameless NPC, in secret by default (Storyteller)",
+            summary="the Storyteller's NPCs: rolls (secret by default), sheets, trackers, macros",
             usage=NPC_USAGE,
+            # (the NPC sheet actions are in the details: a rule set may have no sheets)
             examples=("!npc roll guard {roll}", "!npc secret off\n!npc roll guard {roll2}"),
             handler=npc,
             details="Add `public` to show one roll to the room, or `!npc secret off` to roll "
-            "NPCs openly by default.",
+            "NPCs openly by default. NPCs with sheets (`!npc new Guard`) keep trackers and "
+            "macros like players' characters: `!npc damage Guard 2 lethal`, `!npc wp Guard -1`, "
+            "`!npc hunger Guard +1` (privately while NPCs are secret), `!npc macro Guard add "
+            "spot = Wits+Alertness 6`, then `!npc roll Guard spot`.",
         ),
     ]

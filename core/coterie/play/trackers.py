@@ -17,12 +17,26 @@ from coterie.framework.grammar import number, shorten, tokens
 from coterie.framework.variant import Outcome
 from coterie.hookimpl import hookimpl
 from coterie.play import sheets
+from coterie.play.changelog import flush_after_roll, last_roll, npc_rolled
 from coterie.play.characters import _target
-from coterie.play.roster import Found, find, has_health, has_tracker, save, template_of, templates
+from coterie.play.roster import (
+    NPC_OWNER,
+    Found,
+    find,
+    find_npc,
+    has_health,
+    has_tracker,
+    save,
+    template_of,
+    templates,
+)
 from coterie.render.elements import BR, Node, Text, bold
 
 #: commands whose rolls are not the caller's character's (#20's NPC rolls)
 NOT_THE_ROLLERS = frozenset({"npc"})
+#: commands that roll the caller's last roll again (v5's Willpower re-roll): after an NPC's
+#: roll, what they move is the NPC's
+REROLLS = frozenset({"reroll"})
 _CHANGE = re.compile(r"([+-]?)([0-9]+)")
 #: the tracker command words and the tracker names they look for
 TRACKER_COMMANDS = {
@@ -101,7 +115,21 @@ async def tracker_command(ctx: CommandContext) -> list[Node]:
     template = template_of(ctx)
     words, who = _target(tokens(ctx.args))
     found = await find(ctx, who, edit=bool(words))
-    tracker = _tracker(template, found.sheet, ctx.line.command)
+    return await tracker_on(ctx, template, found, ctx.line.command, words)
+
+
+async def tracker_on(
+    ctx: CommandContext,
+    template: CharacterTemplate,
+    found: Found,
+    word: str,
+    words: list[str],
+    *,
+    secret: bool = False,
+) -> list[Node]:
+    """Show (no ``words``) or change (``N``, ``+N``, ``-N``) the tracker the command ``word``
+    names on ``found`` (a player's character or an NPC; ``secret``: logged hidden)."""
+    tracker = _tracker(template, found.sheet, word)
     if not words:
         text = sheets.tracker_text(template, found.sheet, tracker, ctx.variant, ctx.settings)
         return [bold(found.name), Text(f": {tracker.name} {text}")]
@@ -112,7 +140,7 @@ async def tracker_command(ctx: CommandContext) -> list[Node]:
         raise UsageError(f"`{shorten(words[0])}` is not a change: write `N`, `+N` or `-N`")
     n = number(change.group(2), tracker.name)
     what = move(template, found.sheet, tracker, change.group(1), n, ctx)
-    await save(ctx, found, f"{found.name}: {what}")
+    await save(ctx, found, f"{found.name}: {what}", secret=secret)
     return [bold(found.name), Text(f": {what}")]
 
 
@@ -120,13 +148,33 @@ async def damage_command(ctx: CommandContext) -> list[Node]:
     """``!damage N [KIND] [TRACK]`` / ``!heal N [KIND] [TRACK]`` on a track of boxes."""
     template = template_of(ctx)
     words, who = _target(tokens(ctx.args))
-    healing = ctx.line.command == "heal"
+    _amount(ctx, ctx.line.command, words)
+    found = await find(ctx, who, edit=True)
+    return await damage_on(ctx, template, found, ctx.line.command, words)
+
+
+def _amount(ctx: CommandContext, word: str, words: list[str]) -> int:
     if not words or not words[0].isdigit():
-        raise UsageError(f"how much? `{ctx.settings.prefix}{ctx.line.command} N [kind]`")
+        raise UsageError(f"how much? `{ctx.settings.prefix}{word} N [kind]`")
     n = number(words[0], "the damage")
     if not 1 <= n <= 30:
         raise UsageError(f"give 1 to 30 boxes, not {n}")
-    found = await find(ctx, who, edit=True)
+    return n
+
+
+async def damage_on(
+    ctx: CommandContext,
+    template: CharacterTemplate,
+    found: Found,
+    word: str,
+    words: list[str],
+    *,
+    secret: bool = False,
+) -> list[Node]:
+    """``N [KIND] [health|wp]`` of damage marked (``word`` ``damage``) or healed (``heal``)
+    on ``found`` (``secret``: logged hidden)."""
+    healing = word == "heal"
+    n = _amount(ctx, word, words)
     track = "Health"
     rest = words[1:]
     if rest and rest[-1].lower() in ("health", "wp", "willpower", "will"):
@@ -145,7 +193,7 @@ async def damage_command(ctx: CommandContext) -> list[Node]:
         note = sheets.damage(template, found.sheet, tracker, n, kind or tracker.marks[0][0])
     after = sheets.tracker_text(template, found.sheet, tracker)
     what = f"{tracker.name} {before} → {after}" + (f" ({note})" if note else "")
-    await save(ctx, found, f"{found.name}: {what}")
+    await save(ctx, found, f"{found.name}: {what}", secret=secret)
     return [bold(found.name), Text(f": {what}")]
 
 
@@ -171,22 +219,45 @@ async def coterie_roll_settled(ctx: CommandContext, outcome: Outcome) -> None:
     template = templates(ctx.app).get(ctx.variant.name)
     if template is None or template.effects is None:
         return
-    if ctx.line.command in NOT_THE_ROLLERS:
-        return  # the Storyteller rolling for an NPC spends nothing of their own character
     effects = list(template.effects(outcome))
     if not effects:
         return
-    try:
-        found: Found = await find(ctx)
-    except UsageError:
-        return  # no character here: the roll moves nothing
+    found: Found | None
+    if ctx.line.command in NOT_THE_ROLLERS:
+        # the Storyteller rolling for an NPC spends nothing of their own character: the NPC's
+        # sheet it was rolled from (none for a quick NPC) is the one that moves
+        sheet = getattr(ctx.resolver, "sheet", None)
+        if not isinstance(sheet, dict) or sheet.get("owner") != NPC_OWNER:
+            return
+        found = await find_npc(ctx, str(sheet["name"]))
+        if found is None:
+            return
+    elif ctx.line.command in REROLLS and (last := await last_roll(ctx)) and npc_rolled(last):
+        # a re-roll of the Storyteller's last roll, made for an NPC: the NPC pays for it
+        found = await find_npc(ctx, npc_rolled(last) or "")
+        if found is None:
+            return  # a quick NPC: nothing to mark
+    else:
+        try:
+            found = await find(ctx)
+        except UsageError:
+            return  # no character here: the roll moves nothing
     lines = [text for e in effects if (text := apply(template, found.sheet, e, ctx))]
     if not lines:
         return
     why = ", ".join(dict.fromkeys(e.why for e in effects if e.why))
-    await save(ctx, found, f"{found.name}: " + "; ".join(lines) + (f" ({why})" if why else ""))
+    what = f"{found.name}: " + "; ".join(lines) + (f" ({why})" if why else "")
+    # a secret NPC roll's changes are the Storyteller's; a player's sheet is no secret
+    secret = ctx.secret and found.owner == NPC_OWNER
+    await save(ctx, found, what, why=why or None, secret=secret, after_roll=True)
     for text in lines:
         ctx.notes += [BR, Text(f"{found.name}: {text}")]
+
+
+@hookimpl
+async def coterie_after_roll() -> None:
+    """The tracker entries a roll's effects made are logged after the roll itself."""
+    await flush_after_roll()
 
 
 #: examples that work on a new character of any rule set with the tracker (a werewolf for Rage

@@ -39,9 +39,19 @@ from coterie.storage.character_rows import (
 _DELETED = object()
 
 
+#: the kinds of roll-log entries (:attr:`RollRecord.kind`): a roll of dice, and a tracker change
+#: (``detail["kind"] == "tracker"``: a character's Hunger, Willpower, Health … moved, with
+#: ``faces == []`` and ``outcome == TRACKER``; see ``docs/storage.md``)
+ROLL = "roll"
+TRACKER = "tracker"
+
+
 @dataclass
 class RollRecord:
-    """One logged roll: what the roll log, ``!log``, ``!stats`` and ``coterie export`` read."""
+    """One logged roll: what the roll log, ``!log``, ``!stats`` and ``coterie export`` read.
+
+    The log also holds tracker changes (:attr:`kind` ``"tracker"``, see
+    :mod:`coterie.play.changelog`): whatever counts rolls reads only :attr:`is_roll` entries."""
 
     id: str
     room: str
@@ -75,6 +85,17 @@ class RollRecord:
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> RollRecord:
         return cls(**data)
+
+    @property
+    def kind(self) -> str:
+        """:data:`ROLL` (dice were rolled) or :data:`TRACKER` (a tracker changed)."""
+        detail = self.detail
+        return TRACKER if isinstance(detail, dict) and detail.get("kind") == TRACKER else ROLL
+
+    @property
+    def is_roll(self) -> bool:
+        """Whether dice were rolled (what statistics count)."""
+        return self.kind == ROLL
 
     @property
     def hunger(self) -> int:
