@@ -121,13 +121,16 @@ class MatrixTestCommands:
 def make_core(
     faces: list[int] | None = None,
     plugin: MatrixTestCommands | None = None,
+    *,
+    variants: tuple[str, ...] = ("revised",),
     **config: Any,
 ) -> Coterie:
-    """A Coterie with the revised rules, the Matrix adapter and the test commands."""
+    """A Coterie with the revised rules (or ``variants``, the first the default), the Matrix
+    adapter and the test commands."""
     host = PluginHost()
-    host.load(["revised", "matrix"])
+    host.load([*variants, "matrix"])
     host.register(plugin or MatrixTestCommands(), "matrix-test")
-    settings = Config.model_validate({"plugins": {"enable": ["revised", "matrix"]}, **config})
+    settings = Config.model_validate({"plugins": {"enable": [*variants, "matrix"]}, **config})
     return Coterie(settings, host=host, dice=FixedDice(faces) if faces else SeededDice(1))
 
 

@@ -683,12 +683,19 @@ class SlackTestCommands:
         return [Text("done waiting")]
 
 
-def make_core(faces: list[int] | None = None, plugin: SlackTestCommands | None = None) -> Coterie:
-    """A Coterie with the revised rules, the Slack adapter and the test commands."""
+def make_core(
+    faces: list[int] | None = None,
+    plugin: SlackTestCommands | None = None,
+    *,
+    variants: tuple[str, ...] = ("revised",),
+    **config: Any,
+) -> Coterie:
+    """A Coterie with the revised rules (or ``variants``, the first the default), the Slack
+    adapter and the test commands; ``config`` adds tables to its configuration."""
     host = PluginHost()
-    host.load(["revised", "slack"])
+    host.load([*variants, "slack"])
     host.register(plugin or SlackTestCommands(), "slack-test")
-    config = Config.model_validate({"plugins": {"enable": ["revised", "slack"]}})
+    config = Config.model_validate({"plugins": {"enable": [*variants, "slack"]}, **config})
     return Coterie(config, host=host, dice=FixedDice(faces) if faces else SeededDice(1))
 
 

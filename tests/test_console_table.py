@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import io
 import os
+import re
 import select
 import signal
 import subprocess
@@ -88,6 +89,82 @@ def test_no_color_turns_colour_off(make_app, monkeypatch):
     monkeypatch.setenv("NO_COLOR", "1")
     assert not ConsoleAdapter(app, {}, stdin=FakeTTY(), stdout=FakeTTY()).color
     assert ConsoleAdapter(app, {"color": "always"}, stdin=FakeTTY(), stdout=FakeTTY()).color
+
+
+#: #17 in a v5 room: a remorse roll, `vs` another character of the same player and the
+#: Storyteller's NPC against a player's character by Trait names, a macro in abbreviations
+CHARACTER_SCRIPT = """/storyteller carol
+carol: !variant v5
+!char new Lise
+!char set Strength 3 Brawl 2 Wits 2 Streetwise 1
+!stains 1
+!remorse
+!char new Cid
+!char set Wits 2 Awareness 1
+!char use Lise
+!roll Strength+Brawl vs Cid Wits+Awareness
+!macro add hunt = wits+street 4
+!hunt
+carol: !npc new Guard
+carol: !npc set Guard Wits 3 Awareness 2
+carol: !npc secret off
+carol: !npc roll Guard Wits+Awareness vs Lise Strength+Brawl
+!sheet
+"""
+CHARACTER_FACES = [2, 5, *[8, 8, 8, 3, 2], *[6, 4, 1], *[7, 7, 3], *[9, 9, 2, 1, 6], *[6] * 5]
+
+
+def test_v5_remorse_vs_by_name_and_a_macro_in_colour_and_plain(make_app):
+    """#17 through the console adapter, once in colour (the native rendering: ANSI bold names
+    and dice) and once plain (piped): the same words, line for line."""
+    outputs = {}
+    for color in ("always", "never"):
+        app = make_app(
+            faces=CHARACTER_FACES,
+            plugins={"enable": ["revised", "v5"]},
+            limits={"rate": {"enabled": False}},
+        )
+        outputs[color] = run_lines(app, CHARACTER_SCRIPT, color=color)
+    colour, plain = outputs["always"], outputs["never"]
+    assert "Traceback" not in plain and "⚠" not in plain, plain
+    bold, reset, green = "\x1b[1m", "\x1b[0m", "\x1b[1;32m"
+    # remorse: 2 empty boxes, 2 dice, no success: Humanity 7 → 6 and the Stains cleared
+    change = "loses a point of Humanity (remorse, 2 dice): Humanity 7 → 6; Stains 1/3 → 0/4"
+    assert (
+        "\nalice\n2 dice (humanity 2), Difficulty 1: 2 5\nTotal failure — no successes at all.\n"
+        f"Lise {change}\nroll "
+    ) in plain
+    assert f"\n{bold}Lise{reset} {change}\n" in colour
+    assert "Humanity 6 · Stains 0/4" in plain
+    # vs another character: both pools by name, the result, then the options
+    assert (
+        "5 dice (strength 3+brawl 2), Hunger 1: 8 8 8 3 | Hunger 2\n"
+        "Opposition, 3 dice (wits 2+awareness 1), Hunger 1: 6 4 | Hunger 1 — 1 success\n"
+        "Win — 3 successes against 1, margin 2\n"
+        "Lise: Strength 3 + Brawl 2 = 5 dice\n"
+        "Cid: Wits 2 + Awareness 1 = 3 dice\n"
+        "Options: !reroll failures | !reroll crits\n"
+    ) in plain
+    assert f"Hunger 1: {green}8{reset} {green}8{reset} {green}8{reset}" in colour
+    assert f"\n{bold}Win{reset} — 3 successes against 1, margin 2\n" in colour
+    # the Storyteller's NPC against the player's character, both sheets read
+    assert (
+        "\nGuard\n5 dice (wits 3+awareness 2), Hunger 1: 9 9 2 1 | Hunger 6\n"
+        "Opposition, 5 dice (strength 3+brawl 2), Hunger 1: 6 6 6 6 | Hunger 6 — 5 successes\n"
+        "Failure — 3 successes against 5, 2 short."
+    ) in plain
+    assert "Guard: Wits 3 + Awareness 2 = 5 dice\nLise: Strength 3 + Brawl 2 = 5 dice\n" in plain
+    # the macro: kept and shown by the sheet's names, run with the same rules
+    assert "\nLise: macro !hunt = Wits+Streetwise 4\n" in plain
+    assert f"\n{bold}Lise{reset}: macro !hunt = Wits+Streetwise 4\n" in colour
+    assert (
+        "\nhunt: alice\n3 dice (wits 2+streetwise 1), Hunger 1, Difficulty 4: 7 7 | Hunger 3\n"
+        "Failure — 2 successes, 2 short. The Storyteller may offer a win at a cost.\n"
+        "Lise: Wits 2 + Streetwise 1 = 3 dice\nOptions: !reroll crits\n"
+    ) in plain
+    # the same words: the colour output without its codes is the plain one (but the roll ids)
+    ids = re.compile(r"^roll \w+$", re.M)
+    assert ids.sub("roll ID", re.sub(r"\x1b\[[0-9;]*m", "", colour)) == ids.sub("roll ID", plain)
 
 
 def test_prompt_toolkit_is_imported_only_for_a_terminal(coterie_cli, cli_env, root):

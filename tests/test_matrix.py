@@ -10,6 +10,7 @@ One homeserver serves the whole module; every test registers fresh users.
 from __future__ import annotations
 
 import asyncio
+import html as html_lib
 import json
 import logging
 import re
@@ -877,3 +878,125 @@ async def test_a_character_sheet_in_matrix_html(synapse, bot, player, tmp_path):
     body = reply.content["body"].splitlines()
     assert body[0] == f"Lise ({name}, revised)"
     assert body[1].startswith("Attributes  Strength 3 · Dexterity 1")
+
+
+async def test_v5_remorse_vs_by_name_and_a_macro_in_matrix_html(synapse, bot, player, tmp_path):
+    """#17 through Synapse in a room switched to v5, one room and one run of the bot:
+    `!remorse` (the outcome and the Humanity change), `vs` another character of the same player
+    by Trait names, a macro typed in lower-case abbreviations shown back by the sheet's names
+    and run. Each an m.notice with HTML and a plain body of the same words."""
+    faces = [2, 5, *[8, 8, 8, 3, 2], *[6, 4, 1], *[7, 7, 3]]
+    # a player typing a dozen commands at once: the rate limit is not what is tested here
+    core = make_core(faces, variants=("revised", "v5"), limits={"rate": {"enabled": False}})
+    async with serving(make_adapter(core, synapse, bot, tmp_path / "store")):
+        room = await joined_room(player, bot)
+
+        async def say(text: str) -> dict[str, Any]:
+            reply = await player.wait_reply(bot.user_id, await player.say(room, text))
+            assert reply.content["msgtype"] == "m.notice"
+            assert reply.content["format"] == "org.matrix.custom.html"
+            return dict(reply.content)
+
+        assert "now plays" in (await say("!variant v5"))["body"]
+        await say("!char new Lise")
+        await say("!char set Strength 3 Brawl 2 Wits 2 Streetwise 1")
+        await say("!stains 1")
+        remorse = await say("!remorse")
+        await say("!char new Cid")
+        await say("!char set Wits 2 Awareness 1")
+        await say("!char use Lise")
+        versus = await say("!roll Strength+Brawl vs Cid Wits+Awareness")
+        added = await say("!macro add hunt = wits+street 4")
+        hunt = await say("!hunt")
+        sheet = await say("!sheet")
+    name = player.account.localpart
+    green = '<font color="#2e9e48" data-mx-color="#2e9e48">'
+    grey = '<font color="#8a8f98" data-mx-color="#8a8f98">'
+
+    def tags_out(html: str) -> str:
+        return html_lib.unescape(re.sub(r"<br>", "\n", re.sub(r"<(?!br>)[^>]+>", "", html)))
+
+    # remorse: 2 empty boxes, 2 dice, no success: Humanity 7 → 6 and the Stains cleared
+    html = remorse["formatted_body"]
+    assert html.startswith(
+        f"<strong>{name}</strong><br>2 dice (humanity 2), Difficulty 1: {grey}2</font> "
+        f"{grey}5</font><br><strong>Total failure</strong>"
+    )
+    change = "loses a point of Humanity (remorse, 2 dice): Humanity 7 → 6; Stains 1/3 → 0/4"
+    assert f"<br><strong>Lise</strong> {change}<br>" in html
+    assert f"\nLise {change}\n" in remorse["body"]
+    assert remorse["coterie.reply"]["variant"] == "v5"
+    assert "Humanity 6 · Stains 0/4" in sheet["body"]
+    # vs by name: both pools read from the sheets and the result, above the buttons' line
+    html = versus["formatted_body"]
+    bold = f"<strong>{green}8</font></strong>"
+    assert f"5 dice (strength 3+brawl 2), Hunger 1: {bold} {bold} {bold} {grey}3</font>" in html
+    assert "Opposition, 3 dice (wits 2+awareness 1), Hunger 1: " in html
+    assert "<br><strong>Win</strong> — 3 successes against 1, margin 2<br>" in html
+    pools = "Lise: Strength 3 + Brawl 2 = 5 dice<br>Cid: Wits 2 + Awareness 1 = 3 dice<br>"
+    assert f"margin 2<br>{pools}" in html
+    lines = versus["body"].splitlines()
+    assert lines[1] == "5 dice (strength 3+brawl 2), Hunger 1: 8 8 8 3 | Hunger [2]"
+    assert (
+        lines[2]
+        == "Opposition, 3 dice (wits 2+awareness 1), Hunger 1: 6 4 | Hunger [1] — 1 success"
+    )
+    assert lines[3:6] == [
+        "Win — 3 successes against 1, margin 2",
+        "Lise: Strength 3 + Brawl 2 = 5 dice",
+        "Cid: Wits 2 + Awareness 1 = 3 dice",
+    ]
+    assert tags_out(html) == versus["body"]
+    # the macro: stored and shown by the sheet's names, run with the same rules
+    assert added["formatted_body"] == "<strong>Lise</strong>: macro !hunt = Wits+Streetwise 4"
+    assert added["body"] == "Lise: macro !hunt = Wits+Streetwise 4"
+    html = hunt["formatted_body"]
+    assert html.startswith(
+        f"<strong>hunt:</strong> <strong>{name}</strong><br>3 dice (wits 2+streetwise 1), "
+        "Hunger 1, Difficulty 4: "
+    )
+    assert "<strong>Failure</strong> — 2 successes, 2 short." in html
+    assert "a cost.<br>Lise: Wits 2 + Streetwise 1 = 3 dice<br>" in html
+    assert "a cost.\nLise: Wits 2 + Streetwise 1 = 3 dice\n" in hunt["body"]
+    assert tags_out(html) == hunt["body"]
+
+
+async def test_contest_by_trait_names_between_two_matrix_users(
+    synapse, bot, player, other, tmp_path
+):
+    """#17 between two Matrix users in one room: a contest by Trait names, each side read from
+    its own player's sheet, the challenged named by the Matrix id."""
+    faces = [8, 8, 3, 2, 1, *[9, 7, 7, 4, 4]]
+    core = make_core(faces, limits={"rate": {"enabled": False}})
+    async with serving(make_adapter(core, synapse, bot, tmp_path / "store")):
+        room = await joined_room(player, bot)
+        await player.invite(room, other.user_id)
+        await other.join(room)
+        await player.wait_joined(room, other.user_id)
+
+        async def say(who: Player, text: str) -> dict[str, Any]:
+            reply = await who.wait_reply(bot.user_id, await who.say(room, text))
+            return dict(reply.content)
+
+        await say(player, "!char new Lise")
+        await say(player, "!char set Strength 3 Brawl 2")
+        await say(other, "!char new Max")
+        await say(other, "!char set Dexterity 4 Athletics 1")
+        challenge = await say(player, f"!contest {other.user_id} Strength+Brawl")
+        answer = await say(other, "!resist Dex+Athletics")
+    lynn, mark = player.account.localpart, other.account.localpart
+    # the challenge keeps the pool's names; they are read when the answer is rolled
+    assert challenge["body"].startswith(f"{lynn} challenges ")
+    assert challenge["formatted_body"].startswith(f"<strong>{lynn}</strong> challenges ")
+    assert "Strength" not in challenge["body"]
+    green = '<font color="#2e9e48" data-mx-color="#2e9e48">'
+    html = answer["formatted_body"]
+    assert html.startswith(f"<strong>{lynn} vs {mark}</strong><br>5 dice, difficulty 6")
+    assert f"Opposed ({mark}): 5 dice, difficulty 6 (Standard): <strong>{green}9</font>" in html
+    assert f"<br>Contest over: <strong>{mark}</strong> wins.<br>" in html
+    pools = ["Lise: Strength 3 + Brawl 2 = 5 dice", "Max: Dexterity 4 + Athletics 1 = 5 dice"]
+    assert "<br>".join(pools) in html
+    lines = answer["body"].splitlines()
+    assert lines[0] == f"{lynn} vs {mark}"
+    assert lines[1] == "5 dice, difficulty 6 (Standard): 8 8 3 2 1"
+    assert lines[-3:-1] == pools and lines[-1].endswith(" · revised")

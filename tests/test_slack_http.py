@@ -749,6 +749,111 @@ async def test_a_character_sheet_is_rendered_as_block_kit(fake, session):
     assert plain.startswith("Lise (Lynn, revised)") and "*" not in plain
 
 
+async def test_v5_remorse_vs_by_name_and_a_macro_in_block_kit(fake, session):
+    """#17 through the real adapter in a room switched to v5: `!remorse` (the outcome and the
+    Humanity change), `vs` another character of the same player by Trait names, a macro typed
+    in lower-case abbreviations shown back by the sheet's names and run. Each reply: mrkdwn
+    sections, buttons after the text, and a plain fallback with the same words."""
+    faces = [2, 5, *[8, 8, 8, 3, 2], *[6, 4, 1], *[7, 7, 3]]
+    # a player typing a dozen commands at once: the rate limit is not what is tested here
+    core = make_core(faces, variants=("revised", "v5"), limits={"rate": {"enabled": False}})
+    adapter = SlackAdapter(core, settings_for(fake), environ=ENV)
+    async with serving(adapter):
+
+        async def say(text: str) -> dict[str, Any]:
+            status, _ = await post_event(session, adapter, message_event(text))
+            assert status == 200
+            await settle(adapter)
+            return fake.ok_calls("chat.postMessage")[-1].params
+
+        assert "now plays" in (await say("!variant v5"))["text"]
+        await say("!char new Lise")
+        await say("!char set Strength 3 Brawl 2 Wits 2 Streetwise 1")
+        await say("!stains 1")
+        remorse = await say("!remorse")
+        await say("!char new Cid")
+        await say("!char set Wits 2 Awareness 1")
+        await say("!char use Lise")
+        versus = await say("!roll Strength+Brawl vs Cid Wits+Awareness")
+        added = await say("!macro add hunt = wits+street 4")
+        hunt = await say("!hunt")
+        sheet = await say("!sheet")
+
+    def plain_words(mrkdwn: str) -> str:
+        return mrkdwn.replace("*", "").replace("~", "").replace("`", "")
+
+    # remorse: 2 empty boxes, 2 dice, no success: Humanity 7 → 6 and the Stains cleared
+    mrkdwn = section_text(remorse["blocks"])
+    assert mrkdwn.startswith("*Lynn*\n2 dice (humanity 2), Difficulty 1: 2 5\n*Total failure*")
+    change = "loses a point of Humanity (remorse, 2 dice): Humanity 7 → 6; Stains 1/3 → 0/4"
+    assert mrkdwn.endswith(f"*Lise* {change}")
+    assert remorse["text"].endswith(f"Lise {change}") and "*" not in remorse["text"]
+    assert remorse["blocks"][-1]["elements"][0]["text"].endswith("· v5")
+    assert "Humanity 6 · Stains 0/4" in sheet["text"]
+    # vs by name: both pools read from the sheets, the result, then the buttons
+    assert [b["type"] for b in versus["blocks"]] == ["section", "actions", "context"]
+    mrkdwn = section_text(versus["blocks"])
+    assert "5 dice (strength 3+brawl 2), Hunger 1: *8* *8* *8* 3 | Hunger [2]\n" in mrkdwn
+    assert "Opposition, 3 dice (wits 2+awareness 1), Hunger 1: *6* 4 | Hunger [1]" in mrkdwn
+    assert "*Win* — 3 successes against 1, margin 2\n" in mrkdwn
+    assert mrkdwn.endswith(
+        "Lise: Strength 3 + Brawl 2 = 5 dice\nCid: Wits 2 + Awareness 1 = 3 dice"
+    )
+    assert versus["text"] == plain_words(mrkdwn).replace("[2]", "2").replace("[1]", "1")
+    # the macro: stored and shown by the sheet's names, run with the same rules
+    assert section_text(added["blocks"]) == "*Lise*: macro !hunt = Wits+Streetwise 4"
+    assert added["text"] == "Lise: macro !hunt = Wits+Streetwise 4"
+    assert [b["type"] for b in hunt["blocks"]] == ["section", "actions", "context"]
+    mrkdwn = section_text(hunt["blocks"])
+    assert mrkdwn.startswith("*hunt:* *Lynn*\n3 dice (wits 2+streetwise 1), Hunger 1, Difficulty 4")
+    assert "*Failure* — 2 successes, 2 short" in mrkdwn
+    assert mrkdwn.endswith("\nLise: Wits 2 + Streetwise 1 = 3 dice")
+    assert hunt["text"].endswith("\nLise: Wits 2 + Streetwise 1 = 3 dice")
+    assert hunt["text"] == plain_words(mrkdwn).replace("[3]", "3")
+
+
+async def test_contest_and_vs_a_mentioned_player_by_trait_names(fake, session):
+    """#17 between two Slack users: a contest by Trait names, each side read from its own
+    player's sheet, the challenged named by a Slack mention; the Storyteller's `vs @user`."""
+    faces = [8, 8, 3, 2, 1, *[9, 7, 7, 4, 4], *[6, 6, 6, 6, 6], *[2, 2, 2, 8]]
+    core = make_core(faces, limits={"rate": {"enabled": False}})
+    adapter = SlackAdapter(core, settings_for(fake), environ=ENV)
+    async with serving(adapter):
+
+        async def say(text: str, user: str = LYNN) -> dict[str, Any]:
+            status, _ = await post_event(session, adapter, message_event(text, user=user))
+            assert status == 200
+            await settle(adapter)
+            return fake.ok_calls("chat.postMessage")[-1].params
+
+        await say("!char new Lise")
+        await say("!char set Strength 3 Brawl 2 Dexterity 3 Athletics 1")
+        await say("!char new Max", user=MARK)
+        await say("!char set Dexterity 4 Athletics 1", user=MARK)
+        challenge = await say(f"!contest <@{MARK}> Strength+Brawl")
+        answer = await say("!resist Dex+Athletics", user=MARK)
+        await say("!storyteller claim", user=MARK)
+        versus = await say(f"!roll 5 6 vs <@{LYNN}> Dex+Athletics 7", user=MARK)
+    # the challenge stores the pool's names; they are read when the answer is rolled
+    assert section_text(challenge["blocks"]).startswith("*Lynn* challenges ")
+    assert "Strength" not in challenge["text"]
+    mrkdwn = section_text(answer["blocks"])
+    assert mrkdwn.startswith("*Lynn vs Mark Roe*\n5 dice, difficulty 6 (Standard): ~8~ *8* 3 2 ~1~")
+    assert "Opposed (Mark Roe): 5 dice, difficulty 6 (Standard): *9* *7* *7* 4 4\n" in mrkdwn
+    assert "Contest over: *Mark Roe* wins.\n" in mrkdwn
+    pools = "Lise: Strength 3 + Brawl 2 = 5 dice\nMax: Dexterity 4 + Athletics 1 = 5 dice"
+    assert mrkdwn.endswith(pools) and answer["text"].endswith(pools)
+    assert answer["text"].startswith("Lynn vs Mark Roe\n5 dice, difficulty 6 (Standard): 8 8 3")
+    # the Storyteller names a player by a mention: that player's active character is read
+    mrkdwn = section_text(versus["blocks"])
+    assert mrkdwn.startswith("*Mark Roe*\n5 dice, difficulty 6 (Standard): *6* *6* *6* *6* *6*")
+    assert "Opposed: 4 dice, difficulty 7 (Challenging): 2 2 2 *8*\n" in mrkdwn
+    assert "Resisted: you win with *4 successes* (Exceptional)\n" in mrkdwn
+    assert mrkdwn.endswith("\nLise: Dexterity 3 + Athletics 1 = 4 dice")
+    assert versus["text"].endswith("\nLise: Dexterity 3 + Athletics 1 = 4 dice")
+    assert "Resisted: you win with 4 successes (Exceptional)\n" in versus["text"]
+
+
 async def test_npc_trackers_go_to_the_storyteller_ephemerally_and_log_lines_render(fake, session):
     """#20: a hidden NPC's tracker moves only in the Storyteller's ephemeral message; `!log`
     shows a player's tracker change as a mrkdwn line and the NPC's as a secret one."""

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from coterie_telegram import TelegramAdapter
+from coterie_telegram.html import visible_text
 from telegram_emulator import BOT_USERNAME, Emulator, new_token, running_emulator
 from telegram_fake import make_core, serving, settle
 
@@ -161,3 +162,111 @@ async def test_a_character_sheet_in_telegram_html(emulator):
     assert sheet["text"].startswith("<b>Lise</b> (Lynn, revised)\n<b>Attributes</b>  Strength 3")
     assert "<b>Talents</b>  Brawl 2" in sheet["text"]
     assert "Lise: Strength 3 + Brawl 2 = 5 dice" in roll["text"]
+
+
+async def test_v5_remorse_vs_by_name_and_a_macro_in_telegram_html(emulator):
+    """#17 through the real adapter and the emulator in a group switched to v5: `!remorse`
+    (the outcome and the Humanity change), `vs` another character of the same player by Trait
+    names, a macro typed in lower-case abbreviations shown back by the sheet's names and run
+    (also as a slash command). HTML parse mode; the visible text has the plain words."""
+    token = new_token()
+    chat = group(-9117)
+    faces = [2, 5, *[8, 8, 8, 3, 2], *[6, 4, 1], *[7, 7, 3], *[9, 1, 4]]
+    # a player typing a dozen commands at once: the rate limit is not what is tested here
+    adapter = adapter_for(
+        emulator, token, faces, variants=("revised", "v5"), limits={"rate": {"enabled": False}}
+    )
+    async with serving(adapter):
+
+        async def say(text: str) -> dict[str, Any]:
+            await emulator.say(token, chat, LYNN, text)
+            [reply] = await emulator.replies(token, chat["id"], 1)
+            assert reply["parse_mode"] == "HTML"
+            return reply
+
+        await say("/variant v5")
+        await say("!char new Lise")
+        await say("!char set Strength 3 Brawl 2 Wits 2 Streetwise 1")
+        await say("!stains 1")
+        remorse = await say("!remorse")
+        await say("!char new Cid")
+        await say("!char set Wits 2 Awareness 1")
+        await say("!char use Lise")
+        versus = await say("!roll Strength+Brawl vs Cid Wits+Awareness")
+        added = await say("!macro add hunt = wits+street 4")
+        hunt = await say("!hunt")
+        slashed = await say("/hunt")
+        sheet = await say("!sheet")
+        await settle(adapter)
+
+    # remorse: 2 empty boxes, 2 dice, no success: Humanity 7 → 6 and the Stains cleared
+    html = remorse["text"]
+    assert html.startswith("<b>Lynn</b>\n2 dice (humanity 2), Difficulty 1: 2 5\n")
+    assert "<b>Total failure</b> — no successes at all.\n" in html
+    change = "loses a point of Humanity (remorse, 2 dice): Humanity 7 → 6; Stains 1/3 → 0/4"
+    assert f"\n<b>Lise</b> {change}" in html
+    assert f"\nLise {change}" in visible_text(html)
+    assert "Humanity 6 · Stains 0/4" in visible_text(sheet["text"])
+    # vs by name: both pools read from the sheets, the result; the buttons as a keyboard
+    html = versus["text"]
+    assert "5 dice (strength 3+brawl 2), Hunger 1: <b>8</b> <b>8</b> <b>8</b> 3 | Hunger [2]" in (
+        html
+    )
+    assert "Opposition, 3 dice (wits 2+awareness 1), Hunger 1: <b>6</b> 4 | Hunger [1]" in html
+    assert "\n<b>Win</b> — 3 successes against 1, margin 2\n" in html
+    pools = "Lise: Strength 3 + Brawl 2 = 5 dice\nCid: Wits 2 + Awareness 1 = 3 dice"
+    assert f"margin 2\n{pools}\n<i>roll " in html
+    keyboard = versus["reply_markup"]["inline_keyboard"]
+    assert [b["text"] for row in keyboard for b in row] == ["Re-roll failures", "Go for criticals"]
+    # the macro: stored and shown by the sheet's names, run with the same rules
+    assert added["text"] == "<b>Lise</b>: macro !hunt = Wits+Streetwise 4"
+    for run, dice in (
+        (hunt, "<b>7</b> <b>7</b> | Hunger [3]"),
+        (slashed, "<b>9</b> 1 | Hunger [4]"),
+    ):
+        html = run["text"]
+        assert html.startswith("<b>hunt:</b> <b>Lynn</b>\n3 dice (wits 2+streetwise 1), Hunger 1")
+        assert f"Difficulty 4: {dice}\n<b>Failure</b>" in html
+        # the pools line right under the outcome: no empty line where the buttons were
+        assert (
+            ". The Storyteller may offer a win at a cost.\nLise: Wits 2 + Streetwise 1 = 3 dice\n"
+            in html
+        )
+        assert "\n\n" not in html
+
+
+async def test_contest_by_trait_names_between_two_telegram_users(emulator):
+    """#17 between two Telegram users in a group: a contest by Trait names, the challenged
+    named by their @username, each side read from its own player's sheet."""
+    token = new_token()
+    chat = group(-9217)
+    faces = [8, 8, 3, 2, 1, *[9, 7, 7, 4, 4]]
+    adapter = adapter_for(emulator, token, faces, limits={"rate": {"enabled": False}})
+    async with serving(adapter):
+
+        async def say(user: dict[str, Any], text: str) -> dict[str, Any]:
+            await emulator.say(token, chat, user, text)
+            [reply] = await emulator.replies(token, chat["id"], 1)
+            assert reply["parse_mode"] == "HTML"
+            return reply
+
+        await say(LYNN, "!char new Lise")
+        await say(LYNN, "!char set Dexterity 4 Athletics 1")
+        await say(MARK, "!char new Max")
+        await say(MARK, "!char set Strength 3 Brawl 2")
+        challenge = await say(MARK, "!contest @lynn Strength+Brawl")
+        answer = await say(LYNN, "!resist Dex+Athletics")
+        await settle(adapter)
+    assert challenge["text"].startswith("<b>Mark</b> challenges <b>lynn</b> (a resisted roll)")
+    assert "Strength" not in challenge["text"]
+    html = answer["text"]
+    assert html.startswith(
+        "<b>Mark vs Lynn</b>\n5 dice, difficulty 6 (Standard): <s>8</s> <b>8</b> 3 2 <s>1</s>\n"
+    )
+    assert (
+        "\nOpposed (Lynn): 5 dice, difficulty 6 (Standard): <b>9</b> <b>7</b> <b>7</b> 4 4\n"
+        in html
+    )
+    pools = "Max: Strength 3 + Brawl 2 = 5 dice\nLise: Dexterity 4 + Athletics 1 = 5 dice"
+    assert f"\nContest over: <b>Lynn</b> wins.\n{pools}\n<i>roll " in html
+    assert f"Contest over: Lynn wins.\n{pools}\n" in visible_text(html)

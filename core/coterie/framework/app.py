@@ -457,7 +457,7 @@ class Coterie:
         """The reply with the plugins' ``ctx.notes``, then a roll's id at the foot (``!log ID``),
         shown short: ``!log`` tells apart rolls that share a shown id."""
         if context.notes and not reply.is_error:
-            reply.body += context.notes
+            reply.add_notes(context.notes)
         if context.roll_id is not None:
             shown = shown_id(context.roll_id)
             if reply.meta.get("roll_id") in (None, context.roll_id):

@@ -84,7 +84,7 @@ class CommandContext:
     scene: str | None = None
     #: reads Trait names of a roll's pool from the caller's sheet (see :func:`find_resolver`)
     resolver: PoolResolver | None = None
-    #: lines plugins add under the command's reply (a tracker a roll moved)
+    #: lines plugins add under the command's reply, above its buttons (a tracker a roll moved)
     notes: list[Node] = field(default_factory=list)
 
     @property

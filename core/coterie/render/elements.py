@@ -175,6 +175,17 @@ class Reply:
     def images(self) -> list[Image]:
         return [node for node in walk(self.body) if isinstance(node, Image)]
 
+    def add_notes(self, notes: Sequence[Node]) -> None:
+        """Add ``notes`` (lines starting with a line break) under the text, before the buttons
+        that end the body: on Slack the buttons are a block of their own and the notes would
+        otherwise come below them, on Telegram as an empty line where the keyboard was."""
+        end = len(self.body)
+        while end and isinstance(self.body[end - 1], Actions | LineBreak):
+            end -= 1
+        if not any(isinstance(node, Actions) for node in self.body[end:]):
+            end = len(self.body)
+        self.body[end:end] = list(notes)
+
     def without_roll_footer(self) -> list[Node]:
         """The body without the ``roll ID`` footer core adds to a roll's reply (for a platform
         that shows the id elsewhere, e.g. Slack's context block)."""
