@@ -127,8 +127,10 @@ async def test_an_error_is_answered_with_the_usage(fake, lynn):
     bad_pool, unknown = fake.sent()
     assert bad_pool["text"].startswith("⚠ ")
     assert "<code>!roll" in html_of(bad_pool)
-    # core writes command names in its messages between backticks; Telegram shows them as is
-    assert html_of(unknown) == "⚠ unknown command `!rol`.\nDid you mean `!roll`?"
+    # core writes command names in its messages between backticks: code in Telegram HTML too
+    assert html_of(unknown) == (
+        "⚠ unknown command <code>!rol</code>.\nDid you mean <code>!roll</code>?"
+    )
 
 
 async def test_a_reply_in_a_forum_topic_stays_in_the_topic(fake, lynn):
@@ -619,7 +621,8 @@ async def test_a_hanging_third_party_command_leaves_other_chats_answering(fake, 
         [late] = await fake.wait_sent(1, GROUP)
         await settle(adapter)
     assert "2 dice" in answer["text"] and took < 1.0, took
-    assert late["text"].startswith("⚠ `!nap` took too long")
+    assert late["text"].startswith("⚠ !nap took too long")  # the command as code
+    assert "<code>!nap</code>" in html_of(late)
 
 
 async def test_npc_trackers_go_to_the_storytellers_private_chat_and_log_lines_render(

@@ -19,7 +19,6 @@ whose ``body`` is the alt text.
 from __future__ import annotations
 
 import html
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
@@ -39,7 +38,7 @@ from coterie.render.elements import (
     Text,
     walk,
 )
-from coterie.render.encode import Encoder
+from coterie.render.encode import Encoder, code_spans
 
 FORMAT = "org.matrix.custom.html"
 #: the keys of reaction buttons, in order: 1️⃣ … 9️⃣, 🔟
@@ -54,10 +53,6 @@ GREEN = "#2e9e48"
 GOLD = "#c99a06"
 RED = "#d64545"
 GREY = "#8a8f98"
-
-
-#: inline code in core's texts: a backtick, something without backticks or line breaks, a backtick
-_CODE_SPAN = re.compile(r"`([^`\n]+)`")
 
 
 def escape(value: str) -> str:
@@ -125,9 +120,7 @@ class MatrixHtmlEncoder(_Keyed):
         """Escaped text; a span in backticks (``!roll 5 6`` written `` `!roll 5 6` ``, as help and
         error texts do) becomes ``<code>``, as Slack and Markdown clients show it. A lone
         backtick stays a backtick."""
-        if "`" not in value:
-            return escape(value)
-        pieces = _CODE_SPAN.split(value)
+        pieces = code_spans(value)
         return "".join(
             f"<code>{escape(piece)}</code>" if index % 2 else escape(piece)
             for index, piece in enumerate(pieces)

@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from typing import ClassVar
 
 from coterie.render.elements import Actions, Die, Image, Role
-from coterie.render.encode import Encoder
+from coterie.render.encode import Encoder, code_spans
 
 #: Telegram's limits, in characters after entity parsing
 MAX_MESSAGE = 4096
@@ -52,7 +52,12 @@ class TelegramEncoder(Encoder):
     }
 
     def text(self, value: str) -> str:
-        return escape(value)
+        """Escaped text; a span in backticks (how help and error texts write a command) becomes
+        ``<code>``, as Slack, Matrix and Markdown clients show it."""
+        return "".join(
+            _wrap("code", escape(piece)) if index % 2 else escape(piece)
+            for index, piece in enumerate(code_spans(value))
+        )
 
     def bold(self, inner: str) -> str:
         return _wrap("b", inner)

@@ -8,6 +8,7 @@ console when piped) and Markdown are defined here.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from typing import ClassVar
 
@@ -154,3 +155,15 @@ def to_plain(nodes: Iterable[Node]) -> str:
 def to_markdown(nodes: Iterable[Node]) -> str:
     """CommonMark with GFM strikethrough, all text escaped."""
     return MARKDOWN.encode(nodes)
+
+
+#: inline code in core's texts: a backtick, something without backticks or line breaks, a backtick
+_CODE_SPAN = re.compile(r"`([^`\n]+)`")
+
+
+def code_spans(value: str) -> list[str]:
+    """``value`` cut at its spans in backticks (help and error texts write commands so:
+    `` `!roll 5 6` ``): the pieces at odd indexes are code, without their backticks; the others are
+    plain text. A lone backtick stays in the text. For encoders whose markup is not Markdown (HTML
+    for Matrix and Telegram), so that these spans show as code there too."""
+    return _CODE_SPAN.split(value) if "`" in value else [value]
