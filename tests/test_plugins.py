@@ -680,3 +680,32 @@ async def test_cancelling_the_supervisor_stops_the_adapter():
     with pytest.raises(asyncio.CancelledError):
         await task
     assert stopped.is_set()
+
+
+async def test_a_cancellation_arriving_as_an_async_hook_finishes_is_not_lost():
+    """Shutdown cancels an adapter's task; when the cancellation lands just as an async hook
+    (every roll awaits ``coterie_after_roll``) finishes, it must still cancel the caller.
+    ``asyncio.wait_for`` on Python 3.11 returned the hook's result and dropped the cancellation, so
+    an adapter's loop went on for ever after a stop (tests/test_supervise.py hung 1 run in 4)."""
+    host = PluginHost()
+    caller: asyncio.Task[str] | None = None
+
+    class CancelsItsCaller:
+        @hookimpl
+        async def coterie_after_roll(self, app, message, variant, outcome):
+            assert caller is not None
+            caller.cancel()  # the stop arrives as the hook returns
+            return "noted"
+
+    host.register(CancelsItsCaller(), "cancels-its-caller")
+
+    async def roll_then_go_on() -> str:
+        results = await host.call_async(
+            "coterie_after_roll", app=None, message=None, variant=None, outcome=None
+        )
+        assert ("cancels-its-caller", "noted") in results
+        return "went on after the stop"
+
+    caller = asyncio.create_task(roll_then_go_on())
+    with pytest.raises(asyncio.CancelledError):
+        await caller

@@ -201,7 +201,11 @@ class PluginHost:
                 if value is None:
                     continue
                 if inspect.isawaitable(value):
-                    value = await asyncio.wait_for(value, timeout)
+                    # ``asyncio.timeout``, not ``wait_for``: on Python 3.11 ``wait_for`` loses a
+                    # cancellation that arrives as the awaitable finishes, and a shutdown then
+                    # never reaches the adapter's loop (tests/test_supervise.py hung so)
+                    async with asyncio.timeout(timeout):
+                        value = await value
             except Exception as error:
                 if isinstance(error, TimeoutError) and not str(error):
                     error = TimeoutError(f"timed out after {timeout:g} s")
@@ -268,7 +272,8 @@ class PluginHost:
         thread = threading.Thread(target=work, name=f"coterie-hook-{plugin}", daemon=True)
         thread.start()
         try:
-            return await asyncio.wait_for(future, timeout)
+            async with asyncio.timeout(timeout):  # (not ``wait_for``: see ``call_async``)
+                return await future
         except (TimeoutError, asyncio.CancelledError):
             with self._hung_lock:
                 if not finished.is_set():

@@ -65,7 +65,8 @@ async def health(app: Coterie, adapters: Sequence[str]) -> tuple[bool, dict[str,
     state = "ok"
     try:
         store = app.state.store
-        await asyncio.wait_for(store.get(*PROBE), STATE_TIMEOUT)
+        async with asyncio.timeout(STATE_TIMEOUT):
+            await store.get(*PROBE)
     except TimeoutError:
         state = f"no answer within {STATE_TIMEOUT:g} s"
     except Exception as error:
