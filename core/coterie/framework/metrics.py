@@ -1,8 +1,9 @@
 """Prometheus metrics of one bot process: what ``/metrics`` of the ops server shows
 (:mod:`coterie.ops`, ``docs/deploy.md``).
 
-:class:`Metrics` is created by every :class:`~coterie.app.Coterie` (``app.metrics``) with a
-registry of its own, so two apps in one process (tests) never share counters. It records:
+:class:`Metrics` is created by every :class:`~coterie.app.Coterie` (``app.metrics``) with
+counters of its own (rendered through a registry made for each scrape), so two apps in one
+process (tests) never share counters. It records:
 
 * ``coterie_commands_total{platform, command}`` — commands answered (rate-limited ones included);
 * ``coterie_command_errors_total{platform, command}`` — of those, the ones answered with an error;
