@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 from nio.crypto.attachments import decrypt_attachment
 
+from character_script import v5_character_session
 from coterie_matrix.bot import LoginFailed
 from coterie_matrix.formatting import KEYCAPS, PART_BYTES
 from matrix_helpers import (
@@ -898,17 +899,9 @@ async def test_v5_remorse_vs_by_name_and_a_macro_in_matrix_html(synapse, bot, pl
             return dict(reply.content)
 
         assert "now plays" in (await say("!variant v5"))["body"]
-        await say("!char new Lise")
-        await say("!char set Strength 3 Brawl 2 Wits 2 Streetwise 1")
-        await say("!stains 1")
-        remorse = await say("!remorse")
-        await say("!char new Cid")
-        await say("!char set Wits 2 Awareness 1")
-        await say("!char use Lise")
-        versus = await say("!roll Strength+Brawl vs Cid Wits+Awareness")
-        added = await say("!macro add hunt = wits+street 4")
-        hunt = await say("!hunt")
-        sheet = await say("!sheet")
+        played = await v5_character_session(say)
+        remorse, versus, added, hunt = (played[k] for k in ("remorse", "versus", "added", "hunt"))
+        sheet = played["sheet"]
     name = player.account.localpart
     green = '<font color="#2e9e48" data-mx-color="#2e9e48">'
     grey = '<font color="#8a8f98" data-mx-color="#8a8f98">'

@@ -14,6 +14,7 @@ from typing import Any
 import aiohttp
 import pytest
 
+from character_script import v5_character_session
 from coterie_slack import SlackAdapter
 from coterie_slack.bot import MAX_LOG_CHARS
 from slack_fake import (
@@ -767,17 +768,9 @@ async def test_v5_remorse_vs_by_name_and_a_macro_in_block_kit(fake, session):
             return fake.ok_calls("chat.postMessage")[-1].params
 
         assert "now plays" in (await say("!variant v5"))["text"]
-        await say("!char new Lise")
-        await say("!char set Strength 3 Brawl 2 Wits 2 Streetwise 1")
-        await say("!stains 1")
-        remorse = await say("!remorse")
-        await say("!char new Cid")
-        await say("!char set Wits 2 Awareness 1")
-        await say("!char use Lise")
-        versus = await say("!roll Strength+Brawl vs Cid Wits+Awareness")
-        added = await say("!macro add hunt = wits+street 4")
-        hunt = await say("!hunt")
-        sheet = await say("!sheet")
+        played = await v5_character_session(say)
+        remorse, versus, added, hunt = (played[k] for k in ("remorse", "versus", "added", "hunt"))
+        sheet = played["sheet"]
 
     def plain_words(mrkdwn: str) -> str:
         return mrkdwn.replace("*", "").replace("~", "").replace("`", "")

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from character_script import v5_character_session
 from coterie_telegram import TelegramAdapter
 from coterie_telegram.html import visible_text
 from telegram_emulator import BOT_USERNAME, Emulator, new_token, running_emulator
@@ -185,18 +186,10 @@ async def test_v5_remorse_vs_by_name_and_a_macro_in_telegram_html(emulator):
             return reply
 
         await say("/variant v5")
-        await say("!char new Lise")
-        await say("!char set Strength 3 Brawl 2 Wits 2 Streetwise 1")
-        await say("!stains 1")
-        remorse = await say("!remorse")
-        await say("!char new Cid")
-        await say("!char set Wits 2 Awareness 1")
-        await say("!char use Lise")
-        versus = await say("!roll Strength+Brawl vs Cid Wits+Awareness")
-        added = await say("!macro add hunt = wits+street 4")
-        hunt = await say("!hunt")
-        slashed = await say("/hunt")
-        sheet = await say("!sheet")
+        played = await v5_character_session(say)
+        remorse, versus, added, hunt = (played[k] for k in ("remorse", "versus", "added", "hunt"))
+        sheet = played["sheet"]
+        slashed = await say("/hunt")  # the macro again, as a slash command
         await settle(adapter)
 
     # remorse: 2 empty boxes, 2 dice, no success: Humanity 7 → 6 and the Stains cleared
