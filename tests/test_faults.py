@@ -116,6 +116,28 @@ async def test_a_signal_under_load_loses_and_doubles_nothing_acknowledged(
             assert 200 in slack_statuses and 200 in telegram_statuses
 
 
+def worker_toml(adapter: str) -> str:
+    """The start of a fault-battery worker's config, up to its ``[adapters.ADAPTER]`` table: the
+    store under ``data``, the revised rules, no rate limit (a flood is the point)."""
+    return f"""data_dir = "data"
+log_level = "WARNING"
+
+[plugins]
+enable = ["revised", "{adapter}"]
+
+[defaults]
+variant = "revised"
+
+[defaults.house_rules]
+botch_wipes_extended = false
+
+[limits.rate]
+enabled = false
+
+[adapters.{adapter}]
+"""
+
+
 def rolls_per_marker(url: str, markers: list[str]) -> Any:
     """How many roll-log records each marker's command left (an effect applied twice: 2)."""
     import asyncpg  # the worker's store: PostgreSQL
@@ -312,23 +334,8 @@ async def test_kill_9_mid_flood_telegram_polling_redelivers_each_update_once(
         lynn = telegram.user(11, "Lynn", username="lynn")
         config = tmp_path / "coterie.toml"
         config.write_text(
-            f"""data_dir = "data"
-log_level = "WARNING"
-
-[plugins]
-enable = ["revised", "telegram"]
-
-[defaults]
-variant = "revised"
-
-[defaults.house_rules]
-botch_wipes_extended = false
-
-[limits.rate]
-enabled = false
-
-[adapters.telegram]
-enabled = true
+            worker_toml("telegram")
+            + f"""enabled = true
 mode = "polling"
 poll_timeout = 1
 claim_lease = 5
@@ -422,23 +429,8 @@ async def test_matrix_worker_stopped_mid_flood_answers_each_command_once(
     player = await start_player(synapse)
     config = tmp_path / "coterie.toml"
     config.write_text(
-        f"""data_dir = "data"
-log_level = "WARNING"
-
-[plugins]
-enable = ["revised", "matrix"]
-
-[defaults]
-variant = "revised"
-
-[defaults.house_rules]
-botch_wipes_extended = false
-
-[limits.rate]
-enabled = false
-
-[adapters.matrix]
-enabled = true
+        worker_toml("matrix")
+        + f"""enabled = true
 homeserver = "{synapse.url}"
 user_id = "{bot.user_id}"
 password_env = "MATRIX_PASSWORD"
