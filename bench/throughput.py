@@ -82,6 +82,18 @@ UPDATE_IDS = itertools.count(500_001)
 WARMUP = 20
 
 
+def cpu_seconds(pid: int | None) -> float:
+    """User + system CPU seconds of process ``pid`` so far (Linux ``/proc``; 0 elsewhere)."""
+    if pid is None:
+        return 0.0
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind((LOOPBACK, 0))
@@ -128,6 +140,8 @@ class Result:
     failed_requests: int = 0
     #: the number of the run's first command
     first: int = 0
+    #: CPU seconds (user + system) the server process spent during the timed run
+    cpu: float = 0.0
 
     @property
     def answered(self) -> int:
@@ -145,11 +159,17 @@ class Result:
     def duplicated(self) -> int:
         return sum(count - 1 for count in self.replies.values() if count > 1)
 
+    @property
+    def cpu_per_command(self) -> float:
+        """Server CPU seconds per answered command (0 when not measured)."""
+        return self.cpu / self.answered if self.answered else 0.0
+
     def line(self) -> str:
         p50 = median(self.latencies) * 1000
         p99 = percentile(self.latencies, 0.99) * 1000
         return (
             f"{self.name:<34} {self.rate:8.0f}/s  p50 {p50:7.1f} ms  p99 {p99:7.1f} ms  "
+            f"cpu {self.cpu_per_command * 1000:5.2f} ms/cmd  "
             f"sent {self.sent:5d}  lost {self.lost}  dup {self.duplicated}"
             + (f"  failed requests {self.failed_requests}" if self.failed_requests else "")
         )
@@ -188,11 +208,12 @@ async def closed_loop(
     concurrency: int,
     first: int = 0,
     warmup: int = 0,
+    pid: int | None = None,
 ) -> None:
     """``concurrency`` senders, each sending its next command once the last one was answered,
     until ``count`` commands are sent or ``seconds`` have passed. Commands are numbered from
     ``first``; ``warmup`` commands before them (numbered from 10**8) are answered first and
-    not counted."""
+    not counted. With ``pid``, the CPU time that process spent in the timed run is recorded."""
     for k in range(10**8, 10**8 + warmup):
         future = waiters.expect(k)
         if await send(k):
@@ -201,6 +222,7 @@ async def closed_loop(
     result.first = first
     numbers = itertools.count(first)
     started = time.perf_counter()
+    cpu_before = cpu_seconds(pid)
     deadline = started + seconds
 
     async def sender() -> None:
@@ -222,6 +244,7 @@ async def closed_loop(
 
     await asyncio.gather(*(sender() for _ in range(concurrency)))
     result.elapsed = time.perf_counter() - started
+    result.cpu = cpu_seconds(pid) - cpu_before
     await asyncio.sleep(0.5)  # late duplicates still count
 
 
@@ -341,6 +364,7 @@ async def run_slack(which: str, tmp: Path, args: argparse.Namespace) -> Result:
                     seconds=args.seconds,
                     concurrency=args.concurrency,
                     warmup=args.warmup,
+                    pid=process.pid,
                 )
         finally:
             stop(process)
@@ -440,6 +464,7 @@ async def run_telegram(which: str, tmp: Path, args: argparse.Namespace) -> Resul
                     seconds=args.seconds,
                     concurrency=args.concurrency,
                     warmup=args.warmup,
+                    pid=process.pid,
                 )
         finally:
             stop(process)
@@ -632,7 +657,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             ratio = result.rate / peer.rate if peer.rate else 0.0
             p50 = median(result.latencies) / median(peer.latencies) if peer.latencies else 0.0
             label = result.name.split(maxsplit=1)[1]
-            print(f"  {label} / peer: throughput {ratio:.2f}x, p50 latency {p50:.2f}x")
+            cpu = result.cpu_per_command / peer.cpu_per_command if peer.cpu_per_command else 0.0
+            print(
+                f"  {label} / peer: throughput {ratio:.2f}x, p50 latency {p50:.2f}x, "
+                f"server CPU per command {cpu:.2f}x"
+            )
             bad += result.lost + result.duplicated
     print(f"# coterie lost or duplicated replies: {bad}")
     return 1 if bad else 0
