@@ -344,8 +344,10 @@ class SlackBot:
             name="coterie",
             client=self.client,
             signing_secret=self.credentials.signing_secret or "",
-            # Socket Mode payloads are not signed; HTTP requests must be
-            request_verification_enabled=self.settings.mode == "http",
+            # Socket Mode payloads are not signed; HTTP requests are, and :meth:`dispatch_http`
+            # (the only way an HTTP request reaches this app) checks the signature before Bolt
+            # sees the request: Bolt need not compute the same HMAC a second time
+            request_verification_enabled=False,
             # the listeners return at once (see the module docstring), so this only guarantees
             # that the work is started before Slack is acknowledged
             process_before_response=True,
@@ -428,6 +430,10 @@ class SlackBot:
         """Wait until every delivery received so far is answered; cancel what is left after
         ``timeout`` seconds."""
         await drain_tasks(self._tasks, timeout, what="replies", log=log)
+        try:
+            await self.recent.flush()
+        except Exception:
+            log.exception("state store failed; the last deliveries are not marked answered")
 
     async def _spawn(
         self, work: Coroutine[Any, Any, None], what: str, context: MutableMapping[str, Any]
@@ -476,7 +482,7 @@ class SlackBot:
         if key is not None:
             try:
                 if answered:
-                    await self.recent.done(key)
+                    self.recent.done_soon(key)
                 else:
                     await self.recent.release(key)
             except Exception:

@@ -10,13 +10,24 @@ load balancer the retry may reach another worker. Slash commands and button pres
 * :meth:`RecentDeliveries.claim` checks and records the id in one transaction locked on the id, so
   of two workers receiving the same delivery at the same instant exactly one gets :data:`NEW`
   (with PostgreSQL the lock is an advisory lock, shared by every process);
-* the worker that claimed it answers, then marks it :meth:`~RecentDeliveries.done`;
+* the worker that claimed it answers, then marks it :meth:`~RecentDeliveries.done` (the bot uses
+  :meth:`~RecentDeliveries.done_soon`: the mark is written with the worker's next claim, or
+  within :data:`~coterie.storage.deferred.DELAY` seconds, so a message costs one write
+  transaction for the claim instead of two; see below);
 * another delivery of the id gets :data:`DONE` (acknowledge, do not answer) or, while the claim is
   younger than ``lease`` seconds and not done, :data:`BUSY` (someone is answering it right now).
   A claim older than ``lease`` that was never marked done belongs to a worker that died before
   answering (or after posting, before marking it): the next delivery takes it over
   (:meth:`~RecentDeliveries.resumed` is then true) and answers, after checking that the reply
   is not in the channel already (:mod:`.posted`).
+
+Why a mark may land late: the mark only matters to a delivery of the same event that comes after
+Slack was acknowledged, and Slack sends an acknowledged event again only in the rare case that the
+acknowledgement itself did not arrive in time. Until the mark lands, this worker answers such a
+delivery :data:`DONE` from memory; another worker sees the claim :data:`BUSY` (503: Slack asks
+again later, by when the mark has landed). A worker killed before its marks landed leaves claims
+that lapse after ``lease`` like any claim of a dead worker: a later delivery takes them over and
+first looks for the reply in the channel (:mod:`.posted`), so nothing is posted twice.
 
 Memory is bounded: at most every ``prune_interval`` seconds a worker removes the entries older than
 the window and, beyond ``max_ids``, the oldest ones.
@@ -29,6 +40,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any, Literal
 
+from coterie.storage.deferred import DeferredWrites
 from coterie.storage.state import StateStore
 
 NAMESPACE = "slack.events"
@@ -89,6 +101,8 @@ class RecentDeliveries:
         self._claimed: dict[str, float] = {}
         #: keys claimed here that a worker which died had claimed before
         self._resumed: set[str] = set()
+        #: done marks not yet written (:meth:`done_soon`)
+        self._marks = DeferredWrites(store, NAMESPACE)
 
     def _live(self, entry: Any, now: float) -> dict[str, Any] | None:
         if not isinstance(entry, dict):
@@ -100,23 +114,36 @@ class RecentDeliveries:
 
     async def claim(self, key: str) -> Claim:
         """Check and record ``key`` atomically: :data:`NEW` (answer it, then :meth:`done`),
-        :data:`DONE` (answered already) or :data:`BUSY` (being answered elsewhere)."""
+        :data:`DONE` (answered already) or :data:`BUSY` (being answered elsewhere). The same
+        transaction writes the done marks waiting from :meth:`done_soon`."""
         now = self._clock()
+        if self._marks.pending(key) is not None:
+            return DONE  # answered here; its mark is on its way to the store
         async with self._store.transaction(lock=f"{NAMESPACE}:{key}") as tx:
-            entry = self._live(await tx.get(NAMESPACE, key), now)
-            if entry is not None:
-                if entry.get("done") is True:
-                    return DONE
-                claimed = _number(entry.get("claimed"))
-                if claimed is not None and now - claimed < self.lease:
-                    return BUSY
-            at = now if entry is None else float(entry["at"])
-            await tx.set(NAMESPACE, key, {"at": at, "claimed": now, "done": False})
+            marks = await self._marks.write_into(tx)
+            claim, at, entry = await self._claim_in(tx, key, now)
+        self._marks.landed(marks)
+        if claim != NEW:
+            return claim
         self._claimed[key] = at
         if entry is not None:  # a lapsed claim: its worker died, maybe after posting the reply
             self._resumed.add(key)
         await self._maybe_prune(now)
         return NEW
+
+    async def _claim_in(
+        self, tx: Any, key: str, now: float
+    ) -> tuple[Claim, float, dict[str, Any] | None]:
+        entry = self._live(await tx.get(NAMESPACE, key), now)
+        if entry is not None:
+            if entry.get("done") is True:
+                return DONE, now, entry
+            claimed = _number(entry.get("claimed"))
+            if claimed is not None and now - claimed < self.lease:
+                return BUSY, now, entry
+        at = now if entry is None else float(entry["at"])
+        await tx.set(NAMESPACE, key, {"at": at, "claimed": now, "done": False})
+        return NEW, at, entry
 
     async def done(self, key: str) -> None:
         """``key`` (claimed here) has been answered: later deliveries get :data:`DONE`. One
@@ -126,12 +153,25 @@ class RecentDeliveries:
         self._resumed.discard(key)
         await self._store.set(NAMESPACE, key, {"at": at, "claimed": now, "done": True})
 
+    def done_soon(self, key: str) -> None:
+        """:meth:`done`, written with the next claim (or within a moment): see the module's
+        docstring for why that is safe. :meth:`flush` writes what is waiting."""
+        now = self._clock()
+        at = self._claimed.pop(key, now)
+        self._resumed.discard(key)
+        self._marks.put(key, {"at": at, "claimed": now, "done": True})
+
+    async def flush(self) -> None:
+        """Write the done marks still waiting (on shutdown)."""
+        await self._marks.flush()
+
     async def release(self, key: str) -> None:
         """``key`` (claimed here) could not be answered: the claim is dropped, so the next
         delivery of it is :data:`NEW` at once (for any worker), not :data:`BUSY` or
         :data:`DONE`."""
         self._claimed.pop(key, None)
         self._resumed.discard(key)
+        self._marks.discard(key)
         await self._store.delete(NAMESPACE, key)
 
     def resumed(self, key: str) -> bool:

@@ -144,6 +144,34 @@ class CoterieBot(Bot):
             raise TelegramError(f"getUpdates returned {type(result).__name__}, not a list")
         return result
 
+    async def post_text(
+        self,
+        chat_id: int,
+        text: str,
+        *,
+        parse_mode: str | None,
+        message_thread_id: int | None,
+        reply_parameters: ReplyParameters | None,
+        reply_markup: InlineKeyboardMarkup | None,
+        link_preview_options: LinkPreviewOptions | None,
+    ) -> None:
+        """``sendMessage`` as ``send_message`` sends it (the same parameters, errors and
+        retries), without building a ``Message`` from Telegram's answer, which coterie does not
+        read (a profile of the webhook under load found that parse in ~5% of the process's
+        time)."""
+        await self._post(
+            "sendMessage",
+            {
+                "chat_id": chat_id,
+                "text": text,
+                "parse_mode": parse_mode,
+                "message_thread_id": message_thread_id,
+                "reply_parameters": reply_parameters,
+                "reply_markup": reply_markup,
+                "link_preview_options": link_preview_options,
+            },
+        )
+
 
 def make_bot(settings: TelegramSettings, credentials: Credentials) -> CoterieBot:
     """The ``Bot``, its HTTP connections sized for :data:`MAX_IN_FLIGHT` replies at once."""
@@ -338,6 +366,10 @@ class TelegramBot:
         """Wait until every update received so far is handled; cancel what is left after
         ``timeout`` seconds."""
         await drain_tasks(self._tasks, timeout, what="updates", log=log)
+        try:
+            await self.seen.flush()
+        except Exception:
+            log.exception("state store failed; the last updates are not marked answered")
 
     def _spawn(
         self,
@@ -470,7 +502,13 @@ class TelegramBot:
         finally:
             self.unanswered.discard(update_id)
             try:
-                await self.seen.done(str(update_id))
+                if self.settings.mode == "webhook":
+                    # the webhook's 200 goes out after this: the mark rides on a later claim
+                    # (records.SeenIds.done_soon); polling confirms offsets as soon as updates are
+                    # answered, so there the mark is in the store first
+                    self.seen.done_soon(str(update_id))
+                else:
+                    await self.seen.done(str(update_id))
             except Exception:
                 log.exception("could not mark update %d answered", update_id)
 
@@ -743,7 +781,7 @@ class TelegramBot:
         )
         await self.call(
             "sendMessage",
-            lambda: self.bot.send_message(
+            lambda: self.bot.post_text(
                 chat,
                 text,
                 parse_mode=parse_mode,

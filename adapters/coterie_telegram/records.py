@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from coterie.storage.deferred import DeferredWrites
 from coterie.storage.state import StateStore
 
 
@@ -128,6 +129,10 @@ class SeenIds:
         self._clock = clock
         self._pruned_at: float | None = None
         self._pruning = asyncio.Lock()
+        #: claims made here and not marked done yet: when each was made
+        self._claims: dict[str, float] = {}
+        #: done marks not written yet (:meth:`done_soon`)
+        self._marks = DeferredWrites(store, namespace)
 
     def _seen_at(self, value: Any, now: float) -> float | None:
         at = value.get("at") if isinstance(value, dict) else None
@@ -145,31 +150,61 @@ class SeenIds:
         from its stored reply, never run twice: :mod:`coterie.framework.events`.)"""
         now = self._clock()
         full = self._prefix + key
+        if self._marks.pending(full) is not None:
+            return False  # answered here; its mark is on its way to the store
         async with self._store.transaction(lock=f"{self._namespace}:{full}") as tx:
-            found = await tx.get(self._namespace, full)
-            at = self._seen_at(found, now)
-            if at is not None:
-                claimed = isinstance(found, dict) and found.get("done") is False
-                if lease is None or not claimed or now - at < lease:
-                    return False
-            record: dict[str, Any] = {"at": now}
-            if lease is not None:
-                record["done"] = False
-            await tx.set(self._namespace, full, record)
+            marks = await self._marks.write_into(tx)
+            taken = await self._add_in(tx, full, now, lease)
+        self._marks.landed(marks)
+        if not taken:
+            return False
+        if lease is not None:
+            self._claims[full] = now
         if self._pruned_at is None:
             self._pruned_at = now
         elif now - self._pruned_at >= self._prune_interval and not self._pruning.locked():
             await self.prune()
         return True
 
+    async def _add_in(self, tx: Any, full: str, now: float, lease: float | None) -> bool:
+        found = await tx.get(self._namespace, full)
+        at = self._seen_at(found, now)
+        if at is not None:
+            claimed = isinstance(found, dict) and found.get("done") is False
+            if lease is None or not claimed or now - at < lease:
+                return False
+        record: dict[str, Any] = {"at": now}
+        if lease is not None:
+            record["done"] = False
+        await tx.set(self._namespace, full, record)
+        return True
+
     async def is_done(self, key: str) -> bool:
         """Whether ``key`` was answered (a claim marked done, or an id recorded without one)."""
-        found = await self._store.get(self._namespace, self._prefix + key)
+        full = self._prefix + key
+        if self._marks.pending(full) is not None:
+            return True
+        found = await self._store.get(self._namespace, full)
         return isinstance(found, dict) and found.get("done", True) is not False
+
+    def done_soon(self, key: str) -> None:
+        """:meth:`done`, written with the next :meth:`add` (or within a moment, or by
+        :meth:`flush`): until then :meth:`add` and :meth:`is_done` of this process know it, and
+        another process finds the claim still held. For a caller that has not yet told the
+        platform the update was answered when it calls this (the webhook answers 200 after), so
+        a process that dies before the mark lands gets the update again as it would without it."""
+        full = self._prefix + key
+        at = self._claims.pop(full, self._clock())
+        self._marks.put(full, {"at": at, "done": True})
+
+    async def flush(self) -> None:
+        """Write the done marks still waiting (on shutdown)."""
+        await self._marks.flush()
 
     async def done(self, key: str) -> None:
         """Mark a claim (:meth:`add` with a ``lease``) answered: it is never taken over."""
         full = self._prefix + key
+        self._claims.pop(full, None)
         async with self._store.transaction(lock=f"{self._namespace}:{full}") as tx:
             found = await tx.get(self._namespace, full)
             if isinstance(found, dict):

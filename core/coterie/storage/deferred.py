@@ -1,0 +1,110 @@
+"""Writes that may land a moment later, many in one transaction (a group commit).
+
+An adapter marks each delivery it answered ("done") so that a redelivery is not answered again.
+That mark is one small write per message, and on SQLite every write transaction of a process
+queues on the one writer: a transaction of its own per mark costs about as much as the command.
+A mark does not have to be in the database the moment it is made (the adapters' modules say why
+for each platform), so :class:`DeferredWrites` keeps it in memory and writes it
+
+* inside the next transaction the adapter opens anyway (its next claim): :meth:`write_into`,
+  then :meth:`landed` once that transaction committed;
+* or, when no such transaction comes within ``delay`` seconds, in one transaction of its own
+  holding every mark made meanwhile: :meth:`flush` (also called on shutdown).
+
+Until then :meth:`pending` answers for this process. A transaction that fails leaves the marks
+pending (the next one writes them). A process killed before they land loses them: the adapters
+are built so that a lost mark costs a platform look-up or a 503, never a doubled or lost reply.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import logging
+from typing import Any
+
+from coterie.storage.state import StateStore, Transaction
+
+log = logging.getLogger("coterie.storage")
+
+#: seconds a mark waits for a transaction to ride on before it gets one of its own
+DELAY = 0.1
+#: after a failed flush, the next try waits this many times ``delay``
+RETRY_FACTOR = 20
+
+
+class DeferredWrites:
+    """Pending ``key → value`` writes to one namespace of ``store``."""
+
+    def __init__(self, store: StateStore, namespace: str, *, delay: float = DELAY) -> None:
+        self._store = store
+        self._namespace = namespace
+        self._delay = delay
+        self._pending: dict[str, Any] = {}
+        self._timer: asyncio.TimerHandle | None = None
+        self._flushing: asyncio.Task[None] | None = None
+
+    def __len__(self) -> int:
+        return len(self._pending)
+
+    def put(self, key: str, value: Any) -> None:
+        """Write ``value`` under ``key`` soon (a later :meth:`put` of the key replaces it)."""
+        self._pending.pop(key, None)
+        self._pending[key] = value
+        self._schedule(self._delay)
+
+    def pending(self, key: str) -> Any | None:
+        """The value waiting to be written under ``key``, if any."""
+        return self._pending.get(key)
+
+    def discard(self, key: str) -> None:
+        """Do not write ``key`` after all."""
+        self._pending.pop(key, None)
+
+    async def write_into(self, tx: Transaction) -> dict[str, Any]:
+        """Write every pending value in ``tx`` (a transaction opened anyway); pass what this
+        returns to :meth:`landed` once ``tx`` has committed."""
+        batch = dict(self._pending)
+        for key, value in batch.items():
+            await tx.set(self._namespace, key, value)
+        return batch
+
+    def landed(self, batch: dict[str, Any]) -> None:
+        """The values of ``batch`` (from :meth:`write_into`) are committed: no longer pending
+        (unless put again since)."""
+        for key, value in batch.items():
+            if self._pending.get(key) is value:
+                del self._pending[key]
+
+    async def flush(self) -> None:
+        """Write every pending value now, in one transaction (raises if the store fails; the
+        values stay pending)."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        if not self._pending:
+            return
+        async with self._store.transaction() as tx:
+            batch = await self.write_into(tx)
+        self.landed(batch)
+
+    def _schedule(self, delay: float) -> None:
+        if self._timer is None:
+            loop = asyncio.get_running_loop()
+            # a context of its own: never inside the transaction of whoever made the mark
+            self._timer = loop.call_later(delay, self._due, context=contextvars.Context())
+
+    def _due(self) -> None:
+        self._timer = None
+        if self._pending and (self._flushing is None or self._flushing.done()):
+            self._flushing = asyncio.get_running_loop().create_task(self._flush_in_background())
+
+    async def _flush_in_background(self) -> None:
+        try:
+            await self.flush()
+        except Exception as error:  # the store is failing: the marks wait for the next try
+            log.warning("could not write %d marks (%s): trying again", len(self), error)
+            self._schedule(self._delay * RETRY_FACTOR)
+        else:
+            if self._pending:  # put while the flush ran
+                self._schedule(self._delay)
