@@ -605,7 +605,8 @@ async def run_all(args: argparse.Namespace) -> list[list[Result]]:
         tmp = Path(name)
         for adapter in args.adapters:
             kinds = ["coterie"] if args.sqlite_only else ["coterie", MEMORY]
-            rows.append([await RUNS[adapter](kind, tmp, args) for kind in [*kinds, "peer"]])
+            kinds += [] if args.no_peer else ["peer"]
+            rows.append([await RUNS[adapter](kind, tmp, args) for kind in kinds])
     return rows
 
 
@@ -622,6 +623,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument(
         "--sqlite-only", action="store_true", help="leave out the runs with the memory store"
+    )
+    parser.add_argument(
+        "--no-peer", action="store_true", help="leave out the peers (no ratios: for profiling)"
     )
     parser.add_argument("--quick", action="store_true", help="100 commands, 5 s (smoke test)")
     parser.add_argument("--peer", choices=["slack", "telegram"], help=argparse.SUPPRESS)
@@ -650,9 +654,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
     )
     bad = 0
-    for *ours, peer in rows:
-        for result in [*ours, peer]:
+    for row in rows:
+        for result in row:
             print(result.line())
+        if args.no_peer:
+            bad += sum(result.lost + result.duplicated for result in row)
+            continue
+        *ours, peer = row
         for result in ours:
             ratio = result.rate / peer.rate if peer.rate else 0.0
             p50 = median(result.latencies) / median(peer.latencies) if peer.latencies else 0.0
