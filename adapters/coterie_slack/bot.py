@@ -44,6 +44,7 @@ from coterie.framework.app import Coterie
 from coterie.framework.message import Message
 from coterie.render.elements import Image, Private, Reply, Text
 from coterie.retry import Backoff
+from coterie.storage.joining import join_next_transaction
 from coterie_slack.blocks import (
     BUTTON_ACTION_PREFIX,
     SlackMessage,
@@ -51,7 +52,15 @@ from coterie_slack.blocks import (
     read_button_value,
     without_buttons,
 )
-from coterie_slack.dedup import BUSY, DONE, NEW, RecentDeliveries, delivery_key
+from coterie_slack.dedup import (
+    BUSY,
+    DONE,
+    NEW,
+    ClaimLost,
+    PendingClaim,
+    RecentDeliveries,
+    delivery_key,
+)
 from coterie_slack.mrkdwn import decode, mention_pattern, remove_mentions, strip_leading_mention
 from coterie_slack.posted import PostedReplies, reply_metadata
 from coterie_slack.settings import Credentials, SlackSettings
@@ -67,6 +76,9 @@ DRAIN_SECONDS = 10.0
 ACK_BUDGET = 2.5
 #: where the de-duplication middleware leaves the delivery's id for the listener
 DELIVERY = "coterie_delivery"
+#: set with :data:`DELIVERY` when the delivery's claim is still to be made (in the command's
+#: transaction: :class:`~coterie_slack.dedup.PendingClaim`)
+CLAIM_LATER = "coterie_claim_later"
 #: set by a listener whose reply failed (transiently) before the acknowledgement went out
 FAILED = "coterie_failed"
 _USER_ID = re.compile(r"[UW][A-Z0-9]{2,30}")
@@ -286,11 +298,14 @@ class Deduplicate(AsyncMiddleware):
     ) -> BoltResponse | None:
         key = delivery_key(req.body)
         if key is not None:
+            # a message event is claimed in its command's transaction (one write transaction
+            # per message): here it is only checked; slash commands and buttons are claimed here
+            later = key.startswith("event:")
             try:
-                claim = await self.recent.claim(key)
+                claim = await (self.recent.check(key) if later else self.recent.claim(key))
             except Exception:  # a broken store must not silence the bot
                 log.exception("state store failed; %s is answered without de-duplication", key)
-                claim, key = NEW, None
+                claim, key, later = NEW, None, False
             retry = req.headers.get("x-slack-retry-num", ["0"])[0]
             if claim == DONE:
                 log.info("%s delivered again (retry %s): acknowledged, not answered", key, retry)
@@ -303,6 +318,7 @@ class Deduplicate(AsyncMiddleware):
                     return BoltResponse(status=503, body="")
                 return BoltResponse(status=200, body="")
             req.context[DELIVERY] = key
+            req.context[CLAIM_LATER] = later
         return await next()
 
 
@@ -464,6 +480,11 @@ class SlackBot:
         answered = True
         try:
             await work
+        except ClaimLost as lost:  # another worker answers it (or has): nothing to mark here
+            log.info("%s is %s elsewhere: not answered here", key, lost.claim)
+            if outcome is not None:
+                outcome.append(lost.claim != BUSY)  # busy: 503, and Slack asks again later
+            return
         except SlackApiError as error:
             answered = not passing(error)
             log.warning(
@@ -491,13 +512,23 @@ class SlackBot:
     # --- listeners: hand over and return ---------------------------------------------------------
 
     async def _on_message(self, event: dict[str, Any], context: AsyncBoltContext) -> None:
-        delivery = context.get(DELIVERY)
-        work = self._answer_event(event, context.bot_user_id, mention=False, delivery=delivery)
+        work = self._answer_event(
+            event,
+            context.bot_user_id,
+            mention=False,
+            delivery=context.get(DELIVERY),
+            claim_later=bool(context.get(CLAIM_LATER)),
+        )
         await self._spawn(work, "a message", context)
 
     async def _on_mention(self, event: dict[str, Any], context: AsyncBoltContext) -> None:
-        delivery = context.get(DELIVERY)
-        work = self._answer_event(event, context.bot_user_id, mention=True, delivery=delivery)
+        work = self._answer_event(
+            event,
+            context.bot_user_id,
+            mention=True,
+            delivery=context.get(DELIVERY),
+            claim_later=bool(context.get(CLAIM_LATER)),
+        )
         await self._spawn(work, "a mention", context)
 
     async def _on_command(
@@ -539,6 +570,7 @@ class SlackBot:
         *,
         mention: bool,
         delivery: str | None = None,
+        claim_later: bool = False,
     ) -> None:
         if not is_user_message(event):
             return
@@ -567,8 +599,15 @@ class SlackBot:
             message_id=event.get("ts"),
             addressed=addressed,
         )
-        reply = await self.core.handle(message)
+        pending = self.recent.claim_later(delivery) if claim_later and delivery else None
+        join_next_transaction(pending)  # the claim goes into the command's transaction
+        try:
+            reply = await self.core.handle(message)
+        finally:
+            join_next_transaction(None)
         if reply is not None:
+            if pending is not None:
+                await self._settle(pending)
             thread = self.thread_for(event.get("thread_ts"), event.get("ts"))
             target = Target(
                 channel=channel,
@@ -578,6 +617,18 @@ class SlackBot:
                 after=event.get("ts"),
             )
             await self.deliver(reply, target)
+
+    async def _settle(self, pending: PendingClaim) -> None:
+        """Make sure the delivery's claim is this worker's before replying (raises
+        :class:`ClaimLost` when it is another's). A store that fails here does not silence the
+        bot: the reply goes out, as when the claim itself failed."""
+        try:
+            claim = await self.recent.settle(pending)
+        except Exception:
+            log.exception("state store failed; %s is answered without de-duplication", pending.key)
+            return
+        if claim != NEW:
+            raise ClaimLost(claim)
 
     async def _answer_command(self, command: dict[str, Any], respond: AsyncRespond) -> None:
         name = str(command.get("command", ""))

@@ -103,6 +103,8 @@ class RecentDeliveries:
         self._resumed: set[str] = set()
         #: done marks not yet written (:meth:`done_soon`)
         self._marks = DeferredWrites(store, NAMESPACE)
+        #: keys checked here (:meth:`check`) whose claim is not made yet: since when
+        self._answering: dict[str, float] = {}
 
     def _live(self, entry: Any, now: float) -> dict[str, Any] | None:
         if not isinstance(entry, dict):
@@ -125,11 +127,54 @@ class RecentDeliveries:
         self._marks.landed(marks)
         if claim != NEW:
             return claim
-        self._claimed[key] = at
-        if entry is not None:  # a lapsed claim: its worker died, maybe after posting the reply
-            self._resumed.add(key)
+        self._took(key, at, entry)
         await self._maybe_prune(now)
         return NEW
+
+    def _took(self, key: str, at: float, entry: dict[str, Any] | None) -> None:
+        self._claimed[key] = at
+        self._answering.pop(key, None)
+        if entry is not None:  # a lapsed claim: its worker died, maybe after posting the reply
+            self._resumed.add(key)
+
+    async def check(self, key: str) -> Claim:
+        """What :meth:`claim` would answer, without writing: :data:`NEW` means the delivery
+        may be answered and its claim is to be made by :meth:`claim_later` (in the command's
+        own transaction), or by :meth:`settle` before replying."""
+        now = self._clock()
+        if self._marks.pending(key) is not None:
+            return DONE
+        started = self._answering.get(key)
+        if key in self._claimed or (started is not None and now - started < self.lease):
+            return BUSY  # being answered here
+        entry = self._live(await self._store.get(NAMESPACE, key), now)
+        if entry is not None:
+            if entry.get("done") is True:
+                return DONE
+            claimed = _number(entry.get("claimed"))
+            if claimed is not None and now - claimed < self.lease:
+                return BUSY
+        if len(self._answering) >= self._max_ids:  # bounded: drop what lapsed
+            self._answering = {k: t for k, t in self._answering.items() if now - t < self.lease}
+        self._answering[key] = now
+        return NEW
+
+    def claim_later(self, key: str) -> PendingClaim:
+        """The claim on ``key`` (checked with :meth:`check`) as work for the command's
+        transaction: pass it to :func:`coterie.storage.joining.join_next_transaction`."""
+        return PendingClaim(self, key)
+
+    async def settle(self, pending: PendingClaim) -> Claim:
+        """Before replying: :data:`NEW` when the claim is this worker's (it landed with the
+        command's transaction, or now in a transaction of its own), else :data:`DONE` or
+        :data:`BUSY` (someone else has it: reply nothing)."""
+        if pending.landed:
+            await self._maybe_prune(self._clock())
+            return NEW
+        claim = await self.claim(pending.key)
+        if claim != NEW:
+            self._answering.pop(pending.key, None)
+        return claim
 
     async def _claim_in(
         self, tx: Any, key: str, now: float
@@ -159,6 +204,7 @@ class RecentDeliveries:
         now = self._clock()
         at = self._claimed.pop(key, now)
         self._resumed.discard(key)
+        self._answering.pop(key, None)
         self._marks.put(key, {"at": at, "claimed": now, "done": True})
 
     async def flush(self) -> None:
@@ -171,6 +217,7 @@ class RecentDeliveries:
         :data:`DONE`."""
         self._claimed.pop(key, None)
         self._resumed.discard(key)
+        self._answering.pop(key, None)
         self._marks.discard(key)
         await self._store.delete(NAMESPACE, key)
 
@@ -214,3 +261,41 @@ class RecentDeliveries:
                     await tx.delete(NAMESPACE, key)
                     removed += 1
             return removed
+
+
+class ClaimLost(Exception):
+    """The delivery is claimed by another worker (or answered): nothing is to be replied."""
+
+    def __init__(self, claim: Claim) -> None:
+        super().__init__(f"the delivery is {claim} elsewhere")
+        self.claim = claim
+
+
+class PendingClaim:
+    """A claim on one delivery, made in the first transaction of the task that answers it
+    (:mod:`coterie.storage.joining`): with a command that changes state, the claim, the
+    command's writes and its answer record are one transaction. It raises :class:`ClaimLost`
+    inside that transaction when the delivery is no longer free (the transaction is rolled
+    back); :meth:`RecentDeliveries.settle` then says so."""
+
+    def __init__(self, recent: RecentDeliveries, key: str) -> None:
+        self.recent = recent
+        self.key = key
+        #: whether the claim committed (this worker answers the delivery)
+        self.landed = False
+        self._made: tuple[float, dict[str, Any] | None] | None = None
+        self._marks: dict[str, Any] = {}
+
+    async def join(self, tx: Any) -> None:
+        recent = self.recent
+        self._marks = await recent._marks.write_into(tx)
+        claim, at, entry = await recent._claim_in(tx, self.key, recent._clock())
+        if claim != NEW:
+            raise ClaimLost(claim)
+        self._made = (at, entry)
+
+    def committed(self) -> None:
+        self.recent._marks.landed(self._marks)
+        if self._made is not None:
+            self.recent._took(self.key, *self._made)
+            self.landed = True

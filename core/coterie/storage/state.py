@@ -6,8 +6,7 @@ free botch) here; plugins get the same API through ``app.state`` and ``ctx.state
 Two implementations share the :class:`StateStore` protocol and one test suite:
 
 * :class:`MemoryStore` — process-local, for tests and throw-away bots;
-* :class:`coterie.sqlstore.SQLStore` — SQLite (WAL, the default; :mod:`sqlite3` on the event
-  loop) or PostgreSQL (asyncpg), with Alembic migrations.
+* :class:`~coterie.storage.sql.SQLStore` — SQLite (WAL, the default) or PostgreSQL (asyncpg).
 
 Every change that belongs together goes through one :meth:`StateStore.transaction`: its writes
 land together or not at all, and two transactions on the same ``lock`` key (a room) never
@@ -34,6 +33,7 @@ from coterie.storage.character_rows import (
     MemoryCharacterTx,
     ThroughTransactions,
 )
+from coterie.storage.joining import joined, landed
 
 #: the value a transaction's buffer holds for a key deleted in it
 _DELETED = object()
@@ -407,9 +407,11 @@ class AmbientStore:
         async with self.store.transaction(lock) as tx:
             token = _active.set((self.store, tx))
             try:
+                joiner = await joined(tx)  # an adapter's claim (coterie.storage.joining)
                 yield tx
             finally:
                 _active.reset(token)
+        landed(joiner)
 
     async def get(self, namespace: str, key: str) -> Any | None:
         return await self._target().get(namespace, key)
