@@ -41,6 +41,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, Literal
 
 from coterie.storage.deferred import DeferredWrites
+from coterie.storage.joining import join_next_transaction
 from coterie.storage.state import StateStore
 
 NAMESPACE = "slack.events"
@@ -168,6 +169,7 @@ class RecentDeliveries:
         """Before replying: :data:`NEW` when the claim is this worker's (it landed with the
         command's transaction, or now in a transaction of its own), else :data:`DONE` or
         :data:`BUSY` (someone else has it: reply nothing)."""
+        join_next_transaction(None)  # not joined by now: it is made here or not at all
         if pending.landed:
             await self._maybe_prune(self._clock())
             return NEW

@@ -61,6 +61,7 @@ from coterie.framework.app import Coterie
 from coterie.framework.message import Message
 from coterie.render.elements import Actions, Button, Image, Private, Reply
 from coterie.retry import Backoff, retry
+from coterie.storage.joining import join_next_transaction
 from coterie.storage.state import StateStore
 from coterie_telegram.buttons import (
     MAX_CALLBACK_DATA,
@@ -70,7 +71,7 @@ from coterie_telegram.buttons import (
 )
 from coterie_telegram.commands import CommandWords, menu, read_text
 from coterie_telegram.html import HTML, MAX_CAPTION, escape, split_html, truncate_html, visible_text
-from coterie_telegram.records import SeenIds
+from coterie_telegram.records import ClaimLost, PendingId, SeenIds
 from coterie_telegram.settings import Credentials, TelegramSettings
 
 log = logging.getLogger("coterie.telegram")
@@ -336,6 +337,8 @@ class TelegramBot:
         self._tasks: set[asyncio.Task[None]] = set()
         self._chats = ChatLocks()
         self._capacity = asyncio.Semaphore(MAX_IN_FLIGHT)
+        #: webhook updates whose claim another process took while this one handled them
+        self._elsewhere: set[int] = set()
 
     # --- lifecycle -------------------------------------------------------------------------------
 
@@ -453,6 +456,10 @@ class TelegramBot:
         taken, task = await self._take(data)
         if task is not None:
             await asyncio.wait({task}, timeout=WEBHOOK_BUDGET)
+            update_id = data["update_id"]
+            if update_id in self._elsewhere:  # its claim was taken by another process
+                self._elsewhere.discard(update_id)
+                return 503
             return 200
         update_id = data.get("update_id")
         if taken or not isinstance(update_id, int):
@@ -470,11 +477,18 @@ class TelegramBot:
         if not isinstance(update_id, int) or isinstance(update_id, bool):
             log.warning("ignored a delivery without an update_id")
             return False, None
+        # a message is claimed in its command's transaction (one write transaction per
+        # message): here it is only checked; a button press is claimed here
+        later = isinstance(data.get("message"), dict)
+        lease = self.settings.claim_lease
         try:
-            first = await self.seen.add(str(update_id), lease=self.settings.claim_lease)
+            if later:
+                first = await self.seen.check(str(update_id), lease=lease)
+            else:
+                first = await self.seen.add(str(update_id), lease=lease)
         except Exception:  # a broken store must not silence the bot
             log.exception("state store failed; update %d handled without de-duplication", update_id)
-            first = True
+            first, later = True, False
         if not first:
             log.info("update %d delivered again: not answered twice", update_id)
             return False, None
@@ -482,44 +496,79 @@ class TelegramBot:
             update = Update.de_json(dict(data), self.bot)
         except Exception:
             log.exception("update %d could not be read: skipped", update_id)
+            if later:  # recorded as answered: it is never read again
+                self.seen.done_soon(str(update_id))
             return True, None
         await self._capacity.acquire()
         chat = update.effective_chat
         self.unanswered.add(update_id)
+        pending = self.seen.claim_later(str(update_id), lease=lease) if later else None
         task = self._spawn(
-            self._answer_update(update, update_id),
+            self._answer_update(update, update_id, pending),
             what=f"update {update_id}",
             chat=chat.id if chat else None,
             release=True,
         )
         return True, task
 
-    async def _answer_update(self, update: Update, update_id: int) -> None:
+    async def _answer_update(
+        self, update: Update, update_id: int, pending: PendingId | None = None
+    ) -> None:
         """Handle an update, then mark it answered (in the store: a redelivery is not answered
-        again; in polling: its offset may be confirmed)."""
+        again; in polling: its offset may be confirmed). With ``pending``, the update's claim
+        goes into the first transaction the handling opens (the command's)."""
+        lost = False
         try:
-            await self._handle(update)
+            join_next_transaction(pending)
+            try:
+                await self._handle(update, pending)
+            finally:
+                join_next_transaction(None)
+        except ClaimLost:
+            lost = True
+            self.seen.forget(str(update_id))
+            if self.settings.mode == "webhook":
+                self._elsewhere.add(update_id)
+            log.info("update %d is being answered elsewhere: not answered here", update_id)
         finally:
             self.unanswered.discard(update_id)
-            try:
-                if self.settings.mode == "webhook":
-                    # the webhook's 200 goes out after this: the mark rides on a later claim
-                    # (records.SeenIds.done_soon); polling confirms offsets as soon as updates are
-                    # answered, so there the mark is in the store first
-                    self.seen.done_soon(str(update_id))
-                else:
-                    await self.seen.done(str(update_id))
-            except Exception:
-                log.exception("could not mark update %d answered", update_id)
+            if not lost:
+                await self._mark_answered(update_id)
 
-    async def _handle(self, update: Update) -> None:
+    async def _mark_answered(self, update_id: int) -> None:
+        try:
+            if self.settings.mode == "webhook":
+                # the webhook's 200 goes out after this: the mark rides on a later claim
+                # (records.SeenIds.done_soon); polling confirms offsets as soon as updates are
+                # answered, so there the mark is in the store first
+                self.seen.done_soon(str(update_id))
+            else:
+                await self.seen.done(str(update_id))
+        except Exception:
+            log.exception("could not mark update %d answered", update_id)
+
+    async def _handle(self, update: Update, pending: PendingId | None = None) -> None:
         if update.message is not None:
-            await self._on_message(update.message)
+            await self._on_message(update.message, pending)
         elif update.callback_query is not None:
             await self._on_callback(update.callback_query)
         # anything else (edited messages, channel posts, …) is not for coterie
 
-    async def _on_message(self, tg: TelegramMessage) -> None:
+    async def _settle(self, pending: PendingId | None) -> None:
+        """Make sure the update's claim is this process's before replying (raises
+        :class:`ClaimLost` when it is another's). A store that fails here does not silence the
+        bot: the reply goes out, as when the claim itself failed."""
+        if pending is None:
+            return
+        try:
+            taken = await self.seen.settle(pending)
+        except Exception:
+            log.exception("state store failed; an update is answered without de-duplication")
+            return
+        if not taken:
+            raise ClaimLost(pending.full)
+
+    async def _on_message(self, tg: TelegramMessage, pending: PendingId | None = None) -> None:
         chat = tg.chat
         if tg.migrate_to_chat_id is not None:
             await self.migrations.record(chat.id, tg.migrate_to_chat_id)
@@ -563,6 +612,7 @@ class TelegramBot:
         reply = await self.core.handle(message)
         if reply is None:
             return
+        await self._settle(pending)
         target = Target(
             chat_id=chat.id,
             room=room,

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 from coterie.storage.deferred import DeferredWrites
+from coterie.storage.joining import join_next_transaction
 from coterie.storage.state import StateStore
 
 
@@ -133,6 +134,8 @@ class SeenIds:
         self._claims: dict[str, float] = {}
         #: done marks not written yet (:meth:`done_soon`)
         self._marks = DeferredWrites(store, namespace)
+        #: ids checked here (:meth:`check`) whose claim is not made yet: since when
+        self._answering: dict[str, float] = {}
 
     def _seen_at(self, value: Any, now: float) -> float | None:
         at = value.get("at") if isinstance(value, dict) else None
@@ -159,12 +162,58 @@ class SeenIds:
         if not taken:
             return False
         if lease is not None:
-            self._claims[full] = now
+            self._took(full, now)
         if self._pruned_at is None:
             self._pruned_at = now
         elif now - self._pruned_at >= self._prune_interval and not self._pruning.locked():
             await self.prune()
         return True
+
+    async def check(self, key: str, *, lease: float) -> bool:
+        """What :meth:`add` with ``lease`` would answer, without writing: true means the
+        update may be answered here, its claim made by :meth:`claim_later` in the command's
+        own transaction (or by :meth:`settle` before replying)."""
+        now = self._clock()
+        full = self._prefix + key
+        if self._marks.pending(full) is not None or full in self._claims:
+            return False
+        started = self._answering.get(full)
+        if started is not None and now - started < lease:
+            return False
+        found = await self._store.get(self._namespace, full)
+        at = self._seen_at(found, now)
+        if at is not None:
+            claimed = isinstance(found, dict) and found.get("done") is False
+            if not claimed or now - at < lease:
+                return False
+        if len(self._answering) >= self._max:  # bounded: drop what lapsed
+            self._answering = {k: t for k, t in self._answering.items() if now - t < lease}
+        self._answering[full] = now
+        return True
+
+    def claim_later(self, key: str, *, lease: float) -> PendingId:
+        """The claim on ``key`` (checked with :meth:`check`) as work for the command's
+        transaction: pass it to :func:`coterie.storage.joining.join_next_transaction`."""
+        return PendingId(self, self._prefix + key, lease)
+
+    async def settle(self, pending: PendingId) -> bool:
+        """Before replying: true when the claim is this process's (it landed with the command's
+        transaction, or now in a transaction of its own); false when another has it."""
+        join_next_transaction(None)  # not joined by now: it is made here or not at all
+        if pending.landed:
+            return True
+        key = pending.full.removeprefix(self._prefix)
+        taken = await self.add(key, lease=pending.lease)
+        self._answering.pop(pending.full, None)
+        return taken
+
+    def forget(self, key: str) -> None:
+        """``key`` was checked but is answered elsewhere: no longer being answered here."""
+        self._answering.pop(self._prefix + key, None)
+
+    def _took(self, full: str, now: float) -> None:
+        self._claims[full] = now
+        self._answering.pop(full, None)
 
     async def _add_in(self, tx: Any, full: str, now: float, lease: float | None) -> bool:
         found = await tx.get(self._namespace, full)
@@ -195,6 +244,7 @@ class SeenIds:
         a process that dies before the mark lands gets the update again as it would without it."""
         full = self._prefix + key
         at = self._claims.pop(full, self._clock())
+        self._answering.pop(full, None)
         self._marks.put(full, {"at": at, "done": True})
 
     async def flush(self) -> None:
@@ -202,13 +252,18 @@ class SeenIds:
         await self._marks.flush()
 
     async def done(self, key: str) -> None:
-        """Mark a claim (:meth:`add` with a ``lease``) answered: it is never taken over."""
+        """Mark ``key`` answered (a claim made with :meth:`add` and a ``lease``, or an id only
+        checked with :meth:`check` whose update needed no claim: not a command): it is never
+        taken over."""
         full = self._prefix + key
-        self._claims.pop(full, None)
+        at = self._claims.pop(full, None)
+        self._answering.pop(full, None)
         async with self._store.transaction(lock=f"{self._namespace}:{full}") as tx:
             found = await tx.get(self._namespace, full)
             if isinstance(found, dict):
                 await tx.set(self._namespace, full, {**found, "done": True})
+            else:
+                await tx.set(self._namespace, full, {"at": at or self._clock(), "done": True})
 
     async def prune(self) -> int:
         """Remove the expired ids and the oldest beyond ``max_entries``; how many went."""
@@ -234,3 +289,38 @@ class SeenIds:
     async def size(self) -> int:
         """How many ids are recorded (expired ones not yet pruned included)."""
         return len(await self._store.keys(self._namespace, self._prefix))
+
+
+class ClaimLost(Exception):
+    """The update is claimed by another process (or answered): nothing is to be replied."""
+
+
+class PendingId:
+    """A claim on one update id, made in the first transaction of the task that answers it
+    (:mod:`coterie.storage.joining`): with a command that changes state, the claim, the
+    command's writes and its answer record are one transaction. It raises :class:`ClaimLost`
+    inside that transaction when the id is no longer free (the transaction is rolled back);
+    :meth:`SeenIds.settle` then says so."""
+
+    def __init__(self, seen: SeenIds, full: str, lease: float) -> None:
+        self.seen = seen
+        self.full = full
+        self.lease = lease
+        #: whether the claim committed (this process answers the update)
+        self.landed = False
+        self._at: float | None = None
+        self._marks: dict[str, Any] = {}
+
+    async def join(self, tx: Any) -> None:
+        seen = self.seen
+        self._marks = await seen._marks.write_into(tx)
+        now = seen._clock()
+        if not await seen._add_in(tx, self.full, now, self.lease):
+            raise ClaimLost(self.full)
+        self._at = now
+
+    def committed(self) -> None:
+        self.seen._marks.landed(self._marks)
+        if self._at is not None:
+            self.seen._took(self.full, self._at)
+            self.landed = True
