@@ -438,6 +438,62 @@ async def test_a_retried_event_is_answered_once(fake, session):
     assert len(fake.ok_calls("chat.postMessage")) == 2
 
 
+class CountingStore:
+    """A store that counts its write transactions (``transaction`` and single-call writes)."""
+
+    def __init__(self, store: Any) -> None:
+        self.store = store
+        self.writes = 0
+
+    def transaction(self, lock: str = "") -> Any:
+        self.writes += 1
+        return self.store.transaction(lock)
+
+    async def set(self, namespace: str, key: str, value: Any) -> None:
+        self.writes += 1
+        await self.store.set(namespace, key, value)
+
+    async def delete(self, namespace: str, key: str) -> None:
+        self.writes += 1
+        await self.store.delete(namespace, key)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.store, name)
+
+
+async def test_a_message_is_one_write_transaction_on_sqlite(fake, session, tmp_path, monkeypatch):
+    """Issue 18: the delivery's claim, the roll and its answer record are one transaction; the
+    "answered" marks ride on the next one (here: one flush at the end). Before, each message
+    was three: the claim, the command, the mark."""
+    from coterie.storage import deferred
+    from coterie.storage.migrate import upgrade
+    from coterie.storage.sql import SQLStore
+
+    monkeypatch.setattr(deferred, "DELAY", 60.0)  # no timer flush in between
+    url = f"sqlite+aiosqlite:///{tmp_path / 'state.db'}"
+    await upgrade(url)
+    counting = CountingStore(SQLStore(url))
+    adapter = adapter_for(fake)
+    adapter.app.state = counting
+    events = [message_event(f"!roll 3 # {n}") for n in range(4)]
+    async with serving(adapter) as adapter:
+        for event in events:
+            assert await post_event(session, adapter, event) == (200, "")
+        assert counting.writes == len(events)
+        await settle(adapter)  # writes the last mark
+        assert counting.writes == len(events) + 1
+        for event in events:
+            entry = await counting.get("slack.events", "event:" + event["event_id"])
+            assert entry is not None and entry["done"] is True
+        assert len(await counting.rolls("slack:" + CHANNEL)) == len(events)
+        # and each is still answered once when Slack sends it again
+        retry = {"X-Slack-Retry-Num": "1", "X-Slack-Retry-Reason": "http_timeout"}
+        assert await post_event(session, adapter, events[0], headers=retry) == (200, "")
+        await settle(adapter)
+    assert len(fake.ok_calls("chat.postMessage")) == len(events)
+    await counting.close()
+
+
 async def test_a_repeated_slash_command_delivery_is_answered_once(fake, session):
     fields = slash_command("/roll", "1", response_url=fake.response_url("once"))
     async with serving(adapter_for(fake)) as adapter:

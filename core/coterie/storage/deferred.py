@@ -36,10 +36,10 @@ RETRY_FACTOR = 20
 class DeferredWrites:
     """Pending ``key → value`` writes to one namespace of ``store``."""
 
-    def __init__(self, store: StateStore, namespace: str, *, delay: float = DELAY) -> None:
+    def __init__(self, store: StateStore, namespace: str, *, delay: float | None = None) -> None:
         self._store = store
         self._namespace = namespace
-        self._delay = delay
+        self._delay = DELAY if delay is None else delay
         self._pending: dict[str, Any] = {}
         self._timer: asyncio.TimerHandle | None = None
         self._flushing: asyncio.Task[None] | None = None
