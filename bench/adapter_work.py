@@ -1,0 +1,212 @@
+"""Work per message through an adapter, counted rather than timed (so a shared machine's load does
+not change the figures): SQLite write transactions, Python function calls (cProfile) and, with
+``--syscalls``, the file system calls SQLite makes (``strace``), for ``!roll 7 6`` sent through
+the real Slack HTTP adapter or Telegram webhook, 16 in flight, against the recording fakes of
+``tests/`` on loopback, state in SQLite. The client and the fakes run in the same process: their
+calls are counted too, the same on both sides of a before/after comparison.
+
+Run: .venv/bin/python bench/adapter_work.py [--count N] [--syscalls]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import cProfile
+import itertools
+import json
+import os
+import pstats
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import aiohttp  # noqa: E402
+from common import header  # noqa: E402
+
+import coterie.storage.sql as sql  # noqa: E402
+from coterie.storage.migrate import upgrade  # noqa: E402
+from coterie.storage.sql import SQLStore  # noqa: E402
+
+IN_FLIGHT = 16
+WARMUP = 20
+CHANNELS = 10
+NO_LIMITS = {"rate": {"enabled": False}}
+#: SQLite write transactions begun (each is one ``BEGIN IMMEDIATE``)
+BEGUN = [0]
+_when_free = sql.when_free
+
+
+async def _counting(work: Callable[[], Any], what: str) -> Any:
+    if what == "BEGIN IMMEDIATE":
+        BEGUN[0] += 1
+    return await _when_free(work, what)
+
+
+sql.when_free = _counting  # type: ignore[assignment]
+
+
+async def in_flight(send: Callable[[int], Awaitable[None]], count: int) -> None:
+    gate = asyncio.Semaphore(IN_FLIGHT)
+
+    async def one(k: int) -> None:
+        async with gate:
+            await send(k)
+
+    await asyncio.gather(*(one(k) for k in range(count)))
+
+
+async def counted(
+    send: Callable[[int], Awaitable[None]],
+    count: int,
+    settle: Callable[[], Awaitable[None]],
+    replies: Callable[[], int],
+) -> dict[str, float]:
+    await in_flight(send, WARMUP)
+    await settle()
+    before, BEGUN[0] = replies(), 0
+    profile = cProfile.Profile()
+    profile.enable()
+    await in_flight(send, count)
+    await settle()  # the last "answered" marks included
+    profile.disable()
+    calls = pstats.Stats(profile).total_calls  # type: ignore[attr-defined]
+    answered = replies() - before
+    if answered != count:
+        raise SystemExit(f"{answered} of {count} commands answered")
+    return {"transactions": BEGUN[0] / count, "calls": calls / count}
+
+
+async def slack(tmp: Path, count: int) -> dict[str, float]:
+    from coterie_slack import SlackAdapter
+    from slack_fake import (
+        ENV,
+        FakeSlack,
+        make_core,
+        message_event,
+        post_event,
+        serving,
+        settings_for,
+    )
+    from slack_fake import settle as settled
+
+    url = f"sqlite+aiosqlite:///{tmp / 'slack.db'}"
+    await upgrade(url)
+    async with FakeSlack() as fake, aiohttp.ClientSession() as session:
+        adapter = SlackAdapter(make_core(None, limits=NO_LIMITS), settings_for(fake), environ=ENV)
+        adapter.app.state = SQLStore(url)
+        async with serving(adapter) as running:
+
+            async def send(k: int) -> None:
+                event = message_event(f"!roll 7 6 # {k}", channel=f"C0CH{k % CHANNELS:03d}")
+                status, _ = await post_event(session, running, event)
+                assert status == 200, status
+
+            return await counted(
+                send,
+                count,
+                lambda: settled(running),
+                lambda: len(fake.ok_calls("chat.postMessage")),
+            )
+
+
+async def telegram(tmp: Path, count: int) -> dict[str, float]:
+    from telegram_fake import SECRET_HEADER, WEBHOOK_SECRET, FakeTelegram, make_adapter, make_core
+    from telegram_fake import serving as served
+    from telegram_fake import settle as settled
+
+    url = f"sqlite+aiosqlite:///{tmp / 'telegram.db'}"
+    await upgrade(url)
+    public = "https://coterie.example/hook"
+    async with FakeTelegram() as fake, aiohttp.ClientSession() as session:
+        chats = [-1_000_100 - i for i in range(CHANNELS)]
+        for chat in chats:
+            fake.add_chat(chat, "group", title=f"Game {chat}")
+        user = fake.user(11, "Lynn")
+        adapter = make_adapter(
+            fake,
+            core=make_core(None, limits=NO_LIMITS),
+            mode="webhook",
+            webhook_url=public,
+            port=0,
+            path="/hook",
+        )
+        adapter.app.state = SQLStore(url)
+        ids = itertools.count(900_001)
+        headers = {SECRET_HEADER: WEBHOOK_SECRET, "Content-Type": "application/json"}
+        async with served(adapter) as running:
+            assert running.address is not None
+            host, port = running.address
+            hook = f"http://{host}:{port}/hook"
+            fake.proxies[public] = hook
+
+            async def send(k: int) -> None:
+                message = fake._message(chats[k % CHANNELS], user, text=f"!roll 7 6 # {k}")
+                update = {"update_id": next(ids), "message": message}
+                async with session.post(hook, data=json.dumps(update), headers=headers) as reply:
+                    assert reply.status == 200, reply.status
+
+            return await counted(send, count, lambda: settled(running), lambda: len(fake.sent()))
+
+
+def measure(adapter: str, count: int) -> dict[str, float]:
+    with tempfile.TemporaryDirectory(prefix="coterie-work-") as name:
+        run = slack if adapter == "slack" else telegram
+        return asyncio.run(run(Path(name), count))
+
+
+def syscalls(adapter: str, count: int) -> float:
+    """SQLite's file system calls per message: ``strace -c`` of this script with ``count`` + 50
+    messages and with 50, the difference over ``count``."""
+    totals = []
+    for n in (50, count + 50):
+        with tempfile.NamedTemporaryFile(suffix=".strace") as out:
+            subprocess.run(
+                [
+                    "strace", "-f", "-c", "-o", out.name,
+                    "-e", "trace=pwrite64,pread64,fcntl,fsync,fdatasync",
+                    sys.executable, __file__, "--only", adapter, "--count", str(n),
+                ],
+                check=True,
+                stdout=subprocess.DEVNULL,
+                env={**os.environ, "PYTHONWARNINGS": "ignore"},
+            )  # fmt: skip
+            lines = Path(out.name).read_text().splitlines()
+            totals.append(int(next(line for line in lines if "total" in line).split()[3]))
+    return (totals[1] - totals[0]) / count
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--count", type=int, default=300, help="messages per adapter (300)")
+    parser.add_argument("--syscalls", action="store_true", help="also count them (needs strace)")
+    parser.add_argument("--only", choices=["slack", "telegram"], help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.only:
+        measure(args.only, args.count)
+        return 0
+    if args.syscalls and shutil.which("strace") is None:
+        parser.error("--syscalls needs strace")
+    print(header("adapter work per message", f"!roll 7 6, {args.count} messages, SQLite"))
+    for adapter in ("slack", "telegram"):
+        found = measure(adapter, args.count)
+        line = (
+            f"{adapter:<9} write transactions {found['transactions']:5.2f}"
+            f"  function calls {found['calls']:7.0f}"
+        )
+        if args.syscalls:
+            line += f"  file syscalls {syscalls(adapter, args.count):5.1f}"
+        print(line)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
