@@ -263,3 +263,38 @@ async def test_a_telegram_update_that_needed_no_claim_is_marked_answered(
     await seen.done("9")
     assert await seen.is_done("9")
     assert not await seen.check("9", lease=10)
+
+
+async def test_a_claim_lost_inside_a_command_rolls_it_back_quietly(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Through the real core: another worker claimed the delivery first, so the command's
+    transaction is rolled back (no roll logged), nothing is logged as a failure, and the
+    worker replies nothing."""
+    from coterie.framework.message import Message
+    from slack_fake import make_core
+
+    core = make_core([8, 8, 8], limits={"rate": {"enabled": False}})
+    key = "event:Ev9"
+    other, here = RecentDeliveries(core.state), RecentDeliveries(core.state)
+    assert await here.check(key) == NEW
+    assert await other.check(key) == NEW
+    assert await other.settle(other.claim_later(key)) == NEW  # the other worker was faster
+    pending = here.claim_later(key)
+    join_next_transaction(pending)
+    message = Message(platform="slack", room="C1", user="U1", text="!roll 3", message_id="1.5")
+    try:
+        reply = await core.handle(message)
+    finally:
+        join_next_transaction(None)
+    assert reply is not None and not pending.landed
+    assert await core.state.rolls("slack:C1") == []
+    assert not [r for r in caplog.records if r.levelname in ("ERROR", "CRITICAL")]
+    assert await here.settle(pending) == BUSY
+    # and the same message with the claim free is a roll like any other
+    join_next_transaction(RecentDeliveries(core.state).claim_later("event:Ev10"))
+    try:
+        await core.handle(Message(platform="slack", room="C1", user="U1", text="!roll 3"))
+    finally:
+        join_next_transaction(None)
+    assert len(await core.state.rolls("slack:C1")) == 1

@@ -40,6 +40,8 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any, Literal
 
+from coterie.framework.guard import CommandRefused
+from coterie.render.elements import Reply, Text
 from coterie.storage.deferred import DeferredWrites
 from coterie.storage.joining import join_next_transaction
 from coterie.storage.state import StateStore
@@ -265,11 +267,13 @@ class RecentDeliveries:
             return removed
 
 
-class ClaimLost(Exception):
-    """The delivery is claimed by another worker (or answered): nothing is to be replied."""
+class ClaimLost(CommandRefused):
+    """The delivery is claimed by another worker (or answered): nothing is to be replied. A
+    refusal to the core (raised through the command's transaction, which is rolled back, and
+    not logged as a failure); its reply is never posted."""
 
     def __init__(self, claim: Claim) -> None:
-        super().__init__(f"the delivery is {claim} elsewhere")
+        super().__init__(Reply([Text(f"(answered by another worker: {claim})")]))
         self.claim = claim
 
 

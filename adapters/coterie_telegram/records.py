@@ -16,6 +16,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from coterie.framework.guard import CommandRefused
+from coterie.render.elements import Reply, Text
 from coterie.storage.deferred import DeferredWrites
 from coterie.storage.joining import join_next_transaction
 from coterie.storage.state import StateStore
@@ -291,8 +293,14 @@ class SeenIds:
         return len(await self._store.keys(self._namespace, self._prefix))
 
 
-class ClaimLost(Exception):
-    """The update is claimed by another process (or answered): nothing is to be replied."""
+class ClaimLost(CommandRefused):
+    """The update is claimed by another process (or answered): nothing is to be replied. A
+    refusal to the core (raised through the command's transaction, which is rolled back, and
+    not logged as a failure); its reply is never sent."""
+
+    def __init__(self, full: str) -> None:
+        super().__init__(Reply([Text("(answered by another process)")]))
+        self.full = full
 
 
 class PendingId:
