@@ -309,9 +309,8 @@ async def test_kill_9_mid_flood_then_telegram_webhook_redelivery_answers_each_up
             assert [m for m, n in effects.items() if n > 1] == [], effects
             assert answered == LOAD, replies
             # A reply can go out twice, and only here: when the kill falls after Telegram accepted
-            # sendMessage and before the worker acknowledged the update (its 200; the mark that
-            # it was answered lands later, with a later claim), the redelivered update gets its
-            # stored reply again. The Bot API has no
+            # sendMessage and before the worker recorded the update answered (one store write
+            # later), the redelivered update gets its stored reply again. The Bot API has no
             # idempotency key and bots cannot read a chat's history, so nothing can tell the new
             # worker that the reply is there. Updates of one chat are answered one at a time, so
             # one kill can double at most one reply per chat (one chat here).

@@ -37,17 +37,23 @@ ROOM = "slack:C0SCALE"
 
 
 class GatedSlack(FakeSlack):
-    """The fake Slack, whose ``users.info`` can be held: a worker asking it is mid-request."""
+    """The fake Slack, whose ``chat.postMessage`` of one reply can be held: the worker posting
+    it is mid-request. Once let go, the held call is refused (503): Slack never took that
+    reply."""
 
     def __init__(self) -> None:
         super().__init__()
         self.hold: asyncio.Event | None = None
         self.held = asyncio.Event()
+        #: only a post whose body contains this is held
+        self.hold_body = ""
 
     async def _api(self, request: web.Request) -> web.Response:
-        if request.match_info["method"] == "users.info" and self.hold is not None:
-            self.held.set()
-            await self.hold.wait()
+        if request.match_info["method"] == "chat.postMessage" and self.hold is not None:
+            if self.hold_body in (await request.read()).decode(errors="replace"):
+                self.held.set()
+                await self.hold.wait()
+                return web.Response(status=503)
         return await super()._api(request)
 
 
@@ -209,13 +215,14 @@ async def test_a_worker_killed_mid_request_loses_nothing_acknowledged(setup: Set
     player, slack, (one, two) = setup.player, setup.slack, setup.cluster.workers
     slack.users["U0KILL"] = {"id": "U0KILL", "name": "kill", "profile": {"display_name": "K"}}
 
-    # 1. worker 1 is answering an event (it claimed it and waits on users.info) when it dies
-    # amid a burst of events it has answered, or not, when the kill lands
+    # 1. worker 1 is answering an event (its roll and its claim on the event committed, in one
+    # transaction; it is posting the reply) when it dies amid a burst of events it has
+    # answered, or not, when the kill lands
     burst = [player.new_slack_event(f"!roll 2 # burst-{n}", user=LYNN) for n in range(30)]
     assert await player.slack_event(burst[0], worker=one) == 200  # Lynn's name is known
     sent = [asyncio.create_task(player.slack_event(e, worker=one)) for e in burst[1:]]
     await asyncio.sleep(0.3 + 0.05 * (time.monotonic_ns() % 4))
-    slack.hold = asyncio.Event()
+    slack.hold, slack.hold_body = asyncio.Event(), "in-flight"
     caught = player.new_slack_event("!roll 5 # in-flight", user="U0KILL")
     first = asyncio.create_task(player.slack_event(caught, worker=one))
     await asyncio.wait_for(slack.held.wait(), 10)

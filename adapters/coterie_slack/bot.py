@@ -503,7 +503,9 @@ class SlackBot:
         if key is not None:
             try:
                 if answered:
-                    self.recent.done_soon(key)
+                    self.recent.done_soon(key)  # written with the next claim, or in a moment:
+                    if not await self.recent.landed(key):  # Slack is acknowledged after
+                        log.warning("%s: its answered mark is late (the store is slow)", key)
                 else:
                     await self.recent.release(key)
             except Exception:

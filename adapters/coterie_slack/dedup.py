@@ -11,9 +11,10 @@ load balancer the retry may reach another worker. Slash commands and button pres
   of two workers receiving the same delivery at the same instant exactly one gets :data:`NEW`
   (with PostgreSQL the lock is an advisory lock, shared by every process);
 * the worker that claimed it answers, then marks it :meth:`~RecentDeliveries.done` (the bot uses
-  :meth:`~RecentDeliveries.done_soon`: the mark is written with the worker's next claim, or
-  within :data:`~coterie.storage.deferred.DELAY` seconds, so a message costs one write
-  transaction for the claim instead of two; see below);
+  :meth:`~RecentDeliveries.done_soon` and :meth:`~RecentDeliveries.landed`: the mark is written
+  with the next message's claim, or within :data:`~coterie.storage.deferred.DELAY` seconds, and
+  Slack is acknowledged once it is in the store, so a message costs one write transaction, not
+  three);
 * another delivery of the id gets :data:`DONE` (acknowledge, do not answer) or, while the claim is
   younger than ``lease`` seconds and not done, :data:`BUSY` (someone is answering it right now).
   A claim older than ``lease`` that was never marked done belongs to a worker that died before
@@ -21,13 +22,12 @@ load balancer the retry may reach another worker. Slash commands and button pres
   (:meth:`~RecentDeliveries.resumed` is then true) and answers, after checking that the reply
   is not in the channel already (:mod:`.posted`).
 
-Why a mark may land late: the mark only matters to a delivery of the same event that comes after
-Slack was acknowledged, and Slack sends an acknowledged event again only in the rare case that the
-acknowledgement itself did not arrive in time. Until the mark lands, this worker answers such a
-delivery :data:`DONE` from memory; another worker sees the claim :data:`BUSY` (503: Slack asks
-again later, by when the mark has landed). A worker killed before its marks landed leaves claims
-that lapse after ``lease`` like any claim of a dead worker: a later delivery takes them over and
-first looks for the reply in the channel (:mod:`.posted`), so nothing is posted twice.
+Until a mark lands, this worker answers a redelivery :data:`DONE` from memory, and another
+worker sees the claim :data:`BUSY`. Should the store be too slow to write it within
+:data:`MARK_WAIT`, Slack is acknowledged anyway (the mark lands later); a worker killed before
+its marks landed leaves claims that lapse after ``lease`` like any claim of a dead worker: a later
+delivery takes them over and first looks for the reply in the channel (:mod:`.posted`), so
+nothing is posted twice.
 
 Memory is bounded: at most every ``prune_interval`` seconds a worker removes the entries older than
 the window and, beyond ``max_ids``, the oldest ones.
@@ -53,6 +53,8 @@ MAX_IDS = 10_000
 #: how long a claim not yet marked done keeps other workers off: a delivery is answered (and
 #: acknowledged) within seconds, so an older unfinished claim is one whose worker died
 LEASE_SECONDS = 10.0
+#: how long the acknowledgement of a delivery waits for its done mark to be in the store
+MARK_WAIT = 1.0
 #: how often (at most) one process prunes expired ids
 PRUNE_SECONDS = 300.0
 
@@ -203,13 +205,18 @@ class RecentDeliveries:
         await self._store.set(NAMESPACE, key, {"at": at, "claimed": now, "done": True})
 
     def done_soon(self, key: str) -> None:
-        """:meth:`done`, written with the next claim (or within a moment): see the module's
-        docstring for why that is safe. :meth:`flush` writes what is waiting."""
+        """:meth:`done`, written with the next claim (or within a moment): :meth:`landed`
+        waits for it, :meth:`flush` writes what is waiting."""
         now = self._clock()
         at = self._claimed.pop(key, now)
         self._resumed.discard(key)
         self._answering.pop(key, None)
         self._marks.put(key, {"at": at, "claimed": now, "done": True})
+
+    async def landed(self, key: str, timeout: float = MARK_WAIT) -> bool:
+        """Wait until the done mark of ``key`` (:meth:`done_soon`) is in the store (at most
+        ``timeout`` seconds); whether it is."""
+        return await self._marks.wait(key, timeout)
 
     async def flush(self) -> None:
         """Write the done marks still waiting (on shutdown)."""

@@ -239,15 +239,19 @@ class SeenIds:
         return isinstance(found, dict) and found.get("done", True) is not False
 
     def done_soon(self, key: str) -> None:
-        """:meth:`done`, written with the next :meth:`add` (or within a moment, or by
-        :meth:`flush`): until then :meth:`add` and :meth:`is_done` of this process know it, and
-        another process finds the claim still held. For a caller that has not yet told the
-        platform the update was answered when it calls this (the webhook answers 200 after), so
-        a process that dies before the mark lands gets the update again as it would without it."""
+        """:meth:`done`, written with the next claim (in the next message's command transaction),
+        within a moment, or by :meth:`flush`: :meth:`landed` waits for it. Until then
+        :meth:`add`, :meth:`check` and :meth:`is_done` of this process know it, and another
+        process finds the claim still held."""
         full = self._prefix + key
         at = self._claims.pop(full, self._clock())
         self._answering.pop(full, None)
         self._marks.put(full, {"at": at, "done": True})
+
+    async def landed(self, key: str, timeout: float) -> bool:
+        """Wait until the done mark of ``key`` (:meth:`done_soon`) is in the store (at most
+        ``timeout`` seconds); whether it is."""
+        return await self._marks.wait(self._prefix + key, timeout)
 
     async def flush(self) -> None:
         """Write the done marks still waiting (on shutdown)."""

@@ -1,19 +1,19 @@
-"""Writes that may land a moment later, many in one transaction (a group commit).
+"""Writes that land a moment later, many in one transaction (a group commit).
 
 An adapter marks each delivery it answered ("done") so that a redelivery is not answered again.
 That mark is one small write per message, and on SQLite every write transaction of a process
 queues on the one writer: a transaction of its own per mark costs about as much as the command.
-A mark does not have to be in the database the moment it is made (the adapters' modules say why
-for each platform), so :class:`DeferredWrites` keeps it in memory and writes it
+So :class:`DeferredWrites` keeps a mark in memory and writes it
 
-* inside the next transaction the adapter opens anyway (its next claim): :meth:`write_into`,
-  then :meth:`landed` once that transaction committed;
+* inside the next transaction the adapter opens anyway (the next message's claim, in that
+  command's transaction): :meth:`write_into`, then :meth:`landed` once it committed;
 * or, when no such transaction comes within ``delay`` seconds, in one transaction of its own
   holding every mark made meanwhile: :meth:`flush` (also called on shutdown).
 
-Until then :meth:`pending` answers for this process. A transaction that fails leaves the marks
-pending (the next one writes them). A process killed before they land loses them: the adapters
-are built so that a lost mark costs a platform look-up or a 503, never a doubled or lost reply.
+Until then :meth:`pending` answers for this process, and :meth:`wait` lets the caller hold the
+platform's acknowledgement until its mark is in the database (as when each mark was a
+transaction of its own). A transaction that fails leaves the marks pending (the next one writes
+them).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from coterie.storage.state import StateStore, Transaction
 log = logging.getLogger("coterie.storage")
 
 #: seconds a mark waits for a transaction to ride on before it gets one of its own
-DELAY = 0.1
+DELAY = 0.005
 #: after a failed flush, the next try waits this many times ``delay``
 RETRY_FACTOR = 20
 
@@ -41,6 +41,8 @@ class DeferredWrites:
         self._namespace = namespace
         self._delay = DELAY if delay is None else delay
         self._pending: dict[str, Any] = {}
+        #: callers of :meth:`wait`, by key
+        self._waiting: dict[str, asyncio.Future[None]] = {}
         self._timer: asyncio.TimerHandle | None = None
         self._flushing: asyncio.Task[None] | None = None
 
@@ -60,6 +62,28 @@ class DeferredWrites:
     def discard(self, key: str) -> None:
         """Do not write ``key`` after all."""
         self._pending.pop(key, None)
+        self._wake(key)
+
+    async def wait(self, key: str, timeout: float) -> bool:
+        """Wait until the value put under ``key`` is written (at most ``timeout`` seconds);
+        whether it was."""
+        if key not in self._pending:
+            return True
+        future = self._waiting.get(key)
+        if future is None:
+            future = asyncio.get_running_loop().create_future()
+            self._waiting[key] = future
+        try:
+            async with asyncio.timeout(timeout):
+                await asyncio.shield(future)
+        except TimeoutError:
+            return False
+        return True
+
+    def _wake(self, key: str) -> None:
+        future = self._waiting.pop(key, None)
+        if future is not None and not future.done():
+            future.set_result(None)
 
     async def write_into(self, tx: Transaction) -> dict[str, Any]:
         """Write every pending value in ``tx`` (a transaction opened anyway); pass what this
@@ -75,6 +99,7 @@ class DeferredWrites:
         for key, value in batch.items():
             if self._pending.get(key) is value:
                 del self._pending[key]
+                self._wake(key)
 
     async def flush(self) -> None:
         """Write every pending value now, in one transaction (raises if the store fails; the
