@@ -18,7 +18,11 @@ start (~40% of the start here). So the starts run with a bytecode cache of their
 (``PYTHONPYCACHEPREFIX`` in a temporary directory, filled by a first start that is not timed), as
 an installed coterie would; ``--no-bytecode-cache`` times them with whatever the environment says.
 
-Run: .venv/bin/python bench/startup.py [--runs N] [--before PATH/TO/coterie] [--no-bytecode-cache]
+``--all-plugins`` starts on the default config (``enable = ["*"]``) instead of one enabling revised,
+v5 and the console.
+
+Run: .venv/bin/python bench/startup.py [--runs N] [--before PATH/TO/coterie] [--all-plugins]
+[--no-bytecode-cache]
 """
 
 from __future__ import annotations
@@ -93,6 +97,11 @@ def main() -> None:
         "--before", metavar="BIN", help="another install's coterie script, timed too"
     )
     parser.add_argument(
+        "--all-plugins",
+        action="store_true",
+        help='the default config (enable = ["*"]) instead of revised, v5 and console',
+    )
+    parser.add_argument(
         "--no-bytecode-cache",
         action="store_true",
         help="no bytecode cache of the benchmark's own (PYTHONDONTWRITEBYTECODE=1 recompiles)",
@@ -100,7 +109,8 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="coterie-startup-") as folder:
         config = Path(folder) / "coterie.toml"
-        config.write_text('[plugins]\nenable = ["revised", "v5", "console"]\n', encoding="utf-8")
+        enable = "" if args.all_plugins else '[plugins]\nenable = ["revised", "v5", "console"]\n'
+        config.write_text(enable, encoding="utf-8")
         env = {k: v for k, v in os.environ.items() if k != "COTERIE_DATABASE_URL"}
         if not args.no_bytecode_cache:
             env.pop("PYTHONDONTWRITEBYTECODE", None)
@@ -121,11 +131,9 @@ def main() -> None:
     wall = {k: statistics.median(w for w, _ in v) for k, v in sides.items()}
     cpu = {k: statistics.median(c for _, c in v) for k, v in sides.items()}
     cache = "no bytecode cache" if args.no_bytecode_cache else "modules' bytecode cached"
-    print(
-        header(
-            "start-up benchmark", f"median of {args.runs} starts per side, taking turns; {cache}"
-        )
-    )
+    plugins = "every installed plugin" if args.all_plugins else "revised, v5, console"
+    detail = f"median of {args.runs} starts per side, taking turns; {cache}; plugins: {plugins}"
+    print(header("start-up benchmark", detail))
     rows = [
         ("sqlite", "coterie chat, SQLite at the current schema, to first answer"),
         ("memory", "coterie chat, memory store (no database), to first answer"),

@@ -34,11 +34,18 @@ class Registry(MutableMapping[str, T]):
     """Items by name (rule sets, adapter classes) where some names are only declared, by deferred
     plugins: asking for such a name, or for all of them, loads its plugin first."""
 
-    def __init__(self, load: Callable[[str], None]) -> None:
+    def __init__(self, load: Callable[[str], None], order: Callable[[], list[str]]) -> None:
         self._items: dict[str, T] = {}
         #: declared names not loaded yet → the deferred plugin that declares each
         self._pending: dict[str, str] = {}
+        #: the plugin that gave each item
+        self._by: dict[str, str] = {}
         self._load = load
+        self._order = order
+
+    def add(self, name: str, item: T, plugin: str) -> None:
+        self[name] = item
+        self._by[name] = plugin
 
     def declare(self, name: str, plugin: str) -> None:
         if name not in self._items:
@@ -75,8 +82,10 @@ class Registry(MutableMapping[str, T]):
         del self._items[name]
 
     def __iter__(self) -> Iterator[str]:
+        """The names in the order an eager start collects them (by plugin, then as given)."""
         self.settle_all()
-        return iter(self._items)
+        rank = {name: index for index, name in enumerate(self._order())}
+        return iter(sorted(self._items, key=lambda n: rank.get(self._by.get(n, ""), len(rank))))
 
     def __len__(self) -> int:
         self.settle_all()
@@ -93,12 +102,15 @@ class Catalogue:
     def __init__(self, host: PluginHost, bad: Callable[[str, str, str], None]) -> None:
         self.host = host
         self._bad = bad
-        self.variants: Registry[Variant[Any, Any]] = Registry(self.load)
-        self.adapter_classes: Registry[type[Adapter]] = Registry(self.load)
+        order = lambda: host.plugin_names  # noqa: E731
+        self.variants: Registry[Variant[Any, Any]] = Registry(self.load, order)
+        self.adapter_classes: Registry[type[Adapter]] = Registry(self.load, order)
         #: every loaded command, in the order collected (:meth:`all_commands` loads them all)
         self.commands: list[Command] = []
         #: each rule set's character template, by rule set
         self.character_templates: dict[str, CharacterTemplate] = {}
+        #: the plugin that gave each of :attr:`commands`
+        self._by: list[str] = []
         #: plugins whose discoveries are collected
         self._collected: set[str] = set()
         for plugin, (_, provided) in list(host.deferred.items()):
@@ -130,10 +142,13 @@ class Catalogue:
             self._collect([plugin])
 
     def all_commands(self) -> list[Command]:
-        """Every command, deferred plugins' included (they are loaded)."""
+        """Every command, deferred plugins' included (they are loaded), in the order an eager
+        start collects them: by plugin (:attr:`PluginHost.plugin_names`), then as declared."""
         self.variants.settle_all()
         self.adapter_classes.settle_all()
-        return self.commands
+        rank = {name: index for index, name in enumerate(self.host.plugin_names)}
+        order = sorted(range(len(self.commands)), key=lambda i: rank.get(self._by[i], len(rank)))
+        return [self.commands[i] for i in order]
 
     def _collect(self, names: Collection[str]) -> None:
         # a plugin loaded while these are collected (a deferred one, by name) is collected then
@@ -150,7 +165,7 @@ class Catalogue:
                 elif variant.name in self.variants:
                     self._bad(name, "coterie_variants", f"variant {variant.name!r} exists")
                 else:
-                    self.variants[variant.name] = variant
+                    self.variants.add(variant.name, variant, name)
         for name, commands in self.listed("coterie_commands", todo):
             for command in commands:
                 self._add_command(name, command)
@@ -161,7 +176,7 @@ class Catalogue:
                 elif cls.name in self.adapter_classes:
                     self._bad(name, "coterie_adapters", f"adapter {cls.name!r} exists")
                 else:
-                    self.adapter_classes[cls.name] = cls
+                    self.adapter_classes.add(cls.name, cls, name)
         for name, templates in self.listed("coterie_character_templates", todo):
             for template in templates:
                 if not isinstance(template, CharacterTemplate):
@@ -198,3 +213,4 @@ class Catalogue:
 
             command = replace(command, plugin=plugin)
         self.commands.append(command)
+        self._by.append(plugin)

@@ -135,6 +135,8 @@ class PluginHost:
         #: enabled plugins not imported yet (coterie's own rule sets and adapters), by name, with
         #: what each provides (``[(kind, name), ...]``): :meth:`load_deferred` imports one
         self.deferred: dict[str, tuple[EntryPoint, list[tuple[str, str]]]] = {}
+        #: every plugin registered or deferred, in the order an eager start registers them
+        self._order: list[str] = []
         for entry_point in builtin_plugins():
             try:
                 plugin = entry_point.load()
@@ -151,6 +153,8 @@ class PluginHost:
         except Exception as error:  # pluggy validates hook signatures here
             self._fail(name, "register", error)
             return
+        if name not in self._order:
+            self._order.append(name)
         if trusted:
             self.trusted.add(name)
         wrappers = [
@@ -182,6 +186,7 @@ class PluginHost:
             provided = provides.get(available[name].value) if _builtin(available[name]) else None
             if defer and provided and self.pm.get_plugin(name) is None:
                 self.deferred[name] = (available[name], provided)
+                self._order.append(name)
                 continue
             self._load(name, available[name])
 
@@ -209,9 +214,10 @@ class PluginHost:
 
     @property
     def plugin_names(self) -> list[str]:
-        """Registered plugins in the order they were registered (built-ins first), then the
-        enabled ones not imported yet (:attr:`deferred`)."""
-        return [name for name, _ in self.pm.list_name_plugin() if name] + list(self.deferred)
+        """Registered plugins and the enabled ones not imported yet (:attr:`deferred`), in the
+        order an eager start registers them (built-ins first, then coterie's own, then the
+        others; each group by name)."""
+        return [n for n in self._order if n in self.deferred or self.pm.get_plugin(n) is not None]
 
     def _fail(self, plugin: str, where: str, error: BaseException) -> None:
         message = f"{type(error).__name__}: {error}"
