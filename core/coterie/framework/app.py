@@ -8,7 +8,7 @@ import difflib
 import logging
 import time
 from collections.abc import Sequence
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from coterie.dice.sources import DiceSource, SystemDice
 from coterie.errors import UsageError
@@ -16,7 +16,6 @@ from coterie.framework.adapter import Adapter
 from coterie.framework.catalogue import Catalogue, Registry
 from coterie.framework.checks import check_against_plugins
 from coterie.framework.commands import Command, CommandContext, new_roll_id, shown_id
-from coterie.framework.config import Config
 from coterie.framework.events import Sweeper, answered_before, event_key, record_answer
 from coterie.framework.grammar import CommandLine, localise, shorten, split_command
 from coterie.framework.guard import CommandGuard, CommandRefused
@@ -36,6 +35,9 @@ from coterie.render.elements import (
     roll_footer,
 )
 from coterie.storage.state import AmbientStore, MemoryStore, StateStore, Transaction
+
+if TYPE_CHECKING:
+    from coterie.framework.config import Config
 
 log = logging.getLogger("coterie")
 #: one line per answered command: ids, command, duration — never the message text

@@ -4,12 +4,15 @@ their settings) at start and by ``coterie config check``: every problem at once,
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from coterie.framework.adapter import Adapter
-from coterie.framework.config import Config, Problems
+from coterie.framework.config import Problems
 from coterie.framework.grammar import suggest
 from coterie.framework.variant import Variant
+
+if TYPE_CHECKING:
+    from coterie.framework.config import Config
 
 
 def check_against_plugins(
