@@ -285,6 +285,10 @@ class Variant(ABC, Generic[RequestT, OutcomeT]):
     #: the notable results ``!stats`` counts for this rule set: (outcome name, label); the name
     #: ``botch`` counts the rolls :meth:`is_botch` flags
     tallies: ClassVar[tuple[tuple[str, str], ...]] = (("botch", "botch"),)
+    #: :meth:`build` depends only on its arguments (and the rule set's fixed grammar): the app
+    #: may then reuse a request built before from the same roll and settings
+    #: (:mod:`coterie.framework.requestcache`); leave it off for a ``build`` that reads more
+    pure_build: ClassVar[bool] = False
 
     @abstractmethod
     def build(self, parsed: Parsed, settings: RoomSettings) -> RequestT:
