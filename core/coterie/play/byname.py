@@ -9,6 +9,7 @@ die, v5's impairment, ``Trait.Specialty``. A pool written in numbers only never 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
@@ -24,6 +25,8 @@ from coterie.play.poolwords import canonical_roll as canonical_roll
 from coterie.play.roster import chronicle_of, opponent, templates
 from coterie.render.elements import BR, Text
 
+#: a letter (what a Trait name, an option's name and ``vs`` each have)
+_LETTER = re.compile(r"[^\W\d_]")
 _NAMES = {1: "one", 2: "two", 3: "three"}
 #: pools read from shared sheets (``SheetPools(shared=True)``: a store's read-only sheet, never
 #: changed), by sheet, template and token; each kept with its sheet and template, whose ids thus
@@ -326,6 +329,8 @@ def coterie_pool_resolver(
 ) -> Awaitable[SheetPools | _NumbersOnly | None] | None:
     """A reader of the caller's sheet, decided without any read: a roll in numbers only (most
     of them) gets ``None`` at once, with nothing to await."""
+    if _LETTER.search(ctx.args) is None:
+        return None  # no word at all: no Trait name, no option that spends, no `vs NAME`
     template = templates(ctx.app).get(ctx.variant.name)
     if template is None:
         return None

@@ -33,9 +33,35 @@ class Encoder:
     def encode(self, nodes: Iterable[Node]) -> str:
         return self.finish(self.join(nodes))
 
+    #: this encoder writes text and dice as the plain one does (no escaping, bare numbers):
+    #: :meth:`join` then skips those calls
+    _bare_text: ClassVar[bool] = True
+    _bare_die: ClassVar[bool] = True
+
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        super().__init_subclass__(**kwargs)
+        cls._bare_text = cls.text is Encoder.text
+        cls._bare_die = cls.die is Encoder.die
+
     def join(self, nodes: Iterable[Node]) -> str:
-        node = self.node
-        return "".join([node(item) for item in nodes])
+        # the commonest element types inline, by exact type (this runs for every element of
+        # every reply, once per encoding); the rest, and subclasses of the element types, go
+        # through :meth:`node` (a subclass that overrides :meth:`node` for these types also
+        # overrides this)
+        out: list[str] = []
+        add = out.append
+        bare_text, bare_die = self._bare_text, self._bare_die
+        for item in nodes:
+            kind = type(item)
+            if kind is Text:
+                add(item.text if bare_text else self.text(item.text))  # type: ignore[union-attr]
+            elif kind is Die:
+                add(str(item.face) if bare_die else self.die(item))  # type: ignore[union-attr,arg-type]
+            elif kind is LineBreak:
+                add(self.line_break())
+            else:
+                add(self.node(item))
+        return "".join(out)
 
     def node(self, node: Node) -> str:
         # the commonest element types by exact type first (this runs for every element of every
