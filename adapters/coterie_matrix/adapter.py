@@ -136,8 +136,11 @@ class MatrixAdapter(Adapter):
 
     async def _sleep(self, seconds: float) -> bool:
         """Wait ``seconds``, or less if :meth:`stop` is called; true when stopped."""
+        # asyncio.timeout, not wait_for: on Python 3.11 wait_for can drop a cancellation that
+        # arrives as the event is set (see coterie.framework.plugins)
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._stopping.wait(), seconds)
+            async with asyncio.timeout(seconds):
+                await self._stopping.wait()
         return self._stopping.is_set()
 
     async def _unless_stopped(self, work: Awaitable[T]) -> tuple[T] | None:

@@ -965,5 +965,8 @@ async def until_stopped(stopping: asyncio.Event, work: Coroutine[Any, Any, T]) -
 
 
 async def sleep_until_stopped(stopping: asyncio.Event, seconds: float) -> None:
+    # asyncio.timeout, not wait_for: on Python 3.11 wait_for can drop a cancellation that
+    # arrives as the event is set (see coterie.framework.plugins)
     with contextlib.suppress(TimeoutError):
-        await asyncio.wait_for(stopping.wait(), seconds)
+        async with asyncio.timeout(seconds):
+            await stopping.wait()
