@@ -18,11 +18,12 @@ from coterie.framework.checks import check_against_plugins
 from coterie.framework.commands import Command, CommandContext, new_roll_id, shown_id
 from coterie.framework.config import Config
 from coterie.framework.events import Sweeper, answered_before, event_key, record_answer
-from coterie.framework.grammar import CommandLine, localise, shorten, split_command
+from coterie.framework.grammar import CommandLine, localise, shorten
 from coterie.framework.guard import CommandGuard, CommandRefused
 from coterie.framework.limits import limit_reply
 from coterie.framework.message import Message
 from coterie.framework.metrics import Metrics
+from coterie.framework.parsing import split_line
 from coterie.framework.plugins import PluginHost
 from coterie.framework.ratelimit import limiter_for, slow_down
 from coterie.framework.replies import check_elements, error_reply, localise_buttons
@@ -30,11 +31,7 @@ from coterie.framework.sessions import current_play
 from coterie.framework.settings import check_plugin_settings
 from coterie.framework.supervise import Supervisor
 from coterie.framework.variant import RoomSettings, Variant
-from coterie.render.elements import (
-    Reply,
-    Text,
-    roll_footer,
-)
+from coterie.render.elements import Reply, Text, roll_footer
 from coterie.storage.state import AmbientStore, MemoryStore, StateStore, Transaction
 
 log = logging.getLogger("coterie")
@@ -353,7 +350,7 @@ class Coterie:
             return None
         too_long = len(text) > self.config.limits.max_message_length
         # an over-long message is not parsed: its first words only serve to name the command
-        line = split_command(text[:200] if too_long else text, prefixes)
+        line = split_line(text[:200] if too_long else text, prefixes)
         if line is None:
             return None
         command = self.find_command(line.command, variant.name, line.args)

@@ -5,11 +5,12 @@ in a room whose settings have not changed reuses the request built the first tim
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from coterie.errors import UsageError
-from coterie.framework.grammar import Parsed, parse, tokens
+from coterie.framework.grammar import CommandLine, Parsed, parse, split_command, tokens
 from coterie.framework.requestcache import remember, remembered, settings_key
 
 if TYPE_CHECKING:
@@ -99,3 +100,10 @@ def _build(
             error.hint = error.hint.replace("`!roll ", f"`!{ctx.line.command} ")
         raise
     return request
+
+
+@functools.lru_cache(maxsize=1024)
+def split_line(text: str, prefixes: tuple[str, ...]) -> CommandLine | None:
+    """:func:`~coterie.framework.grammar.split_command`, remembered for the texts most recently
+    split (a :class:`CommandLine` is immutable; the same commands come again and again)."""
+    return split_command(text, prefixes)
