@@ -36,6 +36,8 @@ def cancellation_roles(faces: Sequence[int], difficulty: int) -> list[Role]:
         Role.SUCCESS if is_success(f, difficulty) else Role.ONE if f == 1 else Role.FAILURE
         for f in faces
     ]
+    if Role.ONE not in roles:  # nothing cancels (most rolls)
+        return roles
     successes = sorted((f, i) for i, f in enumerate(faces) if roles[i] is Role.SUCCESS)
     ones = [i for i, f in enumerate(faces) if roles[i] is Role.ONE]
     for one_index, (_, success_index) in zip(ones, successes, strict=False):

@@ -59,6 +59,10 @@ class Encoder:
                 add(str(item.face) if bare_die else self.die(item))  # type: ignore[union-attr,arg-type]
             elif kind is LineBreak:
                 add(self.line_break())
+            elif kind is Bold:
+                add(self.bold(self.join(item.children)))  # type: ignore[union-attr]
+            elif kind is Italic:
+                add(self.italic(self.join(item.children)))  # type: ignore[union-attr]
             else:
                 add(self.node(item))
         return "".join(out)
@@ -120,7 +124,7 @@ class Encoder:
 
     def finish(self, out: str) -> str:
         """Trailing spaces and the final line break go."""
-        return "\n".join(part.rstrip() for part in out.rstrip("\n").split("\n"))
+        return "\n".join([part.rstrip() for part in out.rstrip("\n").split("\n")])
 
 
 #: characters Markdown could read as markup, each escaped with a backslash: a translation table
@@ -128,9 +132,22 @@ class Encoder:
 _MD_ESCAPES = str.maketrans({char: "\\" + char for char in "\\`*_~[]()<>#|!{}+-."})
 
 
+#: short texts escaped lately (a reply's texts mostly come again: ``7 dice, difficulty 6
+#: (Standard):``), forgotten all at once when there are too many
+_escaped: dict[str, str] = {}
+_ESCAPED_MOST = 4096
+
+
 def escape_markdown(value: str) -> str:
     """Backslash-escape every character Markdown could read as markup."""
-    return value.translate(_MD_ESCAPES)
+    done = _escaped.get(value)
+    if done is None:
+        done = value.translate(_MD_ESCAPES)
+        if len(value) <= 80:  # the short texts rules and core write; a long comment is not kept
+            if len(_escaped) >= _ESCAPED_MOST:
+                _escaped.clear()
+            _escaped[value] = done
+    return done
 
 
 class MarkdownEncoder(Encoder):
