@@ -194,6 +194,21 @@ class Reply:
     #: parts for single users only, delivered privately after ``body`` (see :class:`Private`)
     private: list[Private] = field(default_factory=list)
 
+    def __init__(
+        self,
+        body: list[Node],
+        kind: str = "ok",
+        ephemeral: bool = False,
+        meta: dict[str, str] | None = None,
+        private: list[Private] | None = None,
+    ) -> None:
+        # (the generated one calls a factory per defaulted field: every reply pays for it)
+        self.body = body
+        self.kind = kind
+        self.ephemeral = ephemeral
+        self.meta = {} if meta is None else meta
+        self.private = [] if private is None else private
+
     @property
     def is_error(self) -> bool:
         return self.kind == "error"
