@@ -322,20 +322,22 @@ class Coterie:
                 seconds=time.perf_counter() - started,
                 error=reply is not None and reply.is_error,
             )
-            chat_log.log(
-                logging.INFO if reply is not None else logging.DEBUG,
-                "command %s",
-                command,
-                extra={
-                    "platform": message.platform,
-                    "room": message.room,
-                    "user": message.user,
-                    "command": command,
-                    "duration_ms": round((time.perf_counter() - started) * 1000, 2),
-                    "error": reply is not None and reply.is_error,
-                    "rate_limited": limited,
-                },
-            )
+            level = logging.INFO if reply is not None else logging.DEBUG
+            if chat_log.isEnabledFor(level):  # (its record's fields are not made for nothing)
+                chat_log.log(
+                    level,
+                    "command %s",
+                    command,
+                    extra={
+                        "platform": message.platform,
+                        "room": message.room,
+                        "user": message.user,
+                        "command": command,
+                        "duration_ms": round((time.perf_counter() - started) * 1000, 2),
+                        "error": reply is not None and reply.is_error,
+                        "rate_limited": limited,
+                    },
+                )
         return reply
 
     def _route(self, message: Message, settings: RoomSettings) -> _Route | None:

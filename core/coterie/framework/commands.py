@@ -146,6 +146,8 @@ class CommandContext:
         if sides is not None and parts is not None:
             await self._log_sides(request, outcome, sides, parts)
             return
+        detail = self._detail(outcome)  # a fresh dict: completed in place
+        detail["hunger_dice"] = outcome.hunger_dice
         record = RollRecord(
             id=self._next_id(),
             room=self.message.room_key,
@@ -159,7 +161,7 @@ class CommandContext:
             botch=self.variant.is_botch(outcome),
             expected=expected_successes(self.variant, request),
             session=self.session,
-            detail={**self._detail(outcome), "hunger_dice": outcome.hunger_dice},
+            detail=detail,
         )
         await self.store.log_roll(record)
 

@@ -233,6 +233,8 @@ class PluginHost:
         itself had raised it."""
         for impl in self._impls(hook):
             value = impl.function(*(kwargs[arg] for arg in impl.argnames))
+            if value is None:  # (``isawaitable(None)`` asks an ABC: the slow way to say no)
+                continue
             if inspect.isawaitable(value):
                 value = await value
             if value is not None:
