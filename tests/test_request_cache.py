@@ -92,11 +92,11 @@ def test_a_remembered_request_is_the_one_the_grammar_builds(name: str, data: Any
         return parse_requests(CommandContext(app, message, line, room, variant, app.dice))
 
     requestcache.clear()
-    setattr(variant, "pure_build", False)  # the grammar and build, every time
+    vars(variant)["pure_build"] = False  # the grammar and build, every time
     try:
         slow = _outcome(requests)
     finally:
-        delattr(variant, "pure_build")
+        del vars(variant)["pure_build"]
     first = _outcome(requests)  # remembered now (when it built)
     again = _outcome(requests)  # from the memo
     assert first == slow
@@ -166,7 +166,7 @@ async def test_a_rule_set_without_a_pure_build_is_built_every_time() -> None:
 
     app = app_with("revised")
     variant = Counting()
-    setattr(variant, "pure_build", False)
+    vars(variant)["pure_build"] = False
     line = split_command("!roll 7 6", ("!",))
     assert line is not None
     settings = await app.room_settings("test:r")
@@ -174,7 +174,7 @@ async def test_a_rule_set_without_a_pure_build_is_built_every_time() -> None:
     for _ in range(3):
         parse_requests(CommandContext(app, message, line, settings, variant, app.dice))
     assert len(built) == 3
-    setattr(variant, "pure_build", True)
+    vars(variant)["pure_build"] = True
     for _ in range(3):
         parse_requests(CommandContext(app, message, line, settings, variant, app.dice))
     assert len(built) == 4  # built once, then remembered
