@@ -17,11 +17,12 @@ from coterie.framework.catalogue import Catalogue, Registry
 from coterie.framework.checks import check_against_plugins
 from coterie.framework.commands import Command, CommandContext, new_roll_id, shown_id
 from coterie.framework.events import Sweeper, answered_before, event_key, record_answer
-from coterie.framework.grammar import CommandLine, localise, shorten, split_command
+from coterie.framework.grammar import CommandLine, localise, shorten
 from coterie.framework.guard import CommandGuard, CommandRefused
 from coterie.framework.limits import limit_reply
 from coterie.framework.message import Message
 from coterie.framework.metrics import Metrics
+from coterie.framework.parsing import split_line
 from coterie.framework.plugins import PluginHost
 from coterie.framework.ratelimit import limiter_for, slow_down
 from coterie.framework.replies import check_elements, error_reply, localise_buttons
@@ -29,11 +30,7 @@ from coterie.framework.sessions import current_play
 from coterie.framework.settings import check_plugin_settings
 from coterie.framework.supervise import Supervisor
 from coterie.framework.variant import RoomSettings, Variant
-from coterie.render.elements import (
-    Reply,
-    Text,
-    roll_footer,
-)
+from coterie.render.elements import Reply, Text, roll_footer
 from coterie.storage.state import AmbientStore, MemoryStore, StateStore, Transaction
 
 if TYPE_CHECKING:
@@ -282,20 +279,22 @@ class Coterie:
                 seconds=time.perf_counter() - started,
                 error=reply is not None and reply.is_error,
             )
-            chat_log.log(
-                logging.INFO if reply is not None else logging.DEBUG,
-                "command %s",
-                command,
-                extra={
-                    "platform": message.platform,
-                    "room": message.room,
-                    "user": message.user,
-                    "command": command,
-                    "duration_ms": round((time.perf_counter() - started) * 1000, 2),
-                    "error": reply is not None and reply.is_error,
-                    "rate_limited": limited,
-                },
-            )
+            level = logging.INFO if reply is not None else logging.DEBUG
+            if chat_log.isEnabledFor(level):  # (its record's fields are not made for nothing)
+                chat_log.log(
+                    level,
+                    "command %s",
+                    command,
+                    extra={
+                        "platform": message.platform,
+                        "room": message.room,
+                        "user": message.user,
+                        "command": command,
+                        "duration_ms": round((time.perf_counter() - started) * 1000, 2),
+                        "error": reply is not None and reply.is_error,
+                        "rate_limited": limited,
+                    },
+                )
         return reply
 
     def _route(self, message: Message, settings: RoomSettings) -> _Route | None:
@@ -310,7 +309,7 @@ class Coterie:
             return None
         too_long = len(text) > self.config.limits.max_message_length
         # an over-long message is not parsed: its first words only serve to name the command
-        line = split_command(text[:200] if too_long else text, prefixes)
+        line = split_line(text[:200] if too_long else text, prefixes)
         if line is None:
             return None
         command = self.find_command(line.command, variant.name, line.args)

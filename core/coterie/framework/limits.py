@@ -30,7 +30,8 @@ def limit_reply(reply: Reply, max_length: int) -> bool:
     Only text that does not fit at all (one huge text node) is cut inside. The last line (where a
     roll's result usually is) is kept after the note when it is short, and so is a roll's id
     footer (``roll k3f9qz``). Returns whether the reply was cut."""
-    if len(to_plain(reply.body)) <= max_length:
+    # the text before its final trimming is never shorter: when it fits, the reply does
+    if len(PLAIN.join(reply.body)) <= max_length or len(to_plain(reply.body)) <= max_length:
         return False
     footer = _take_roll_footer(reply)
     body = list(reply.body)
