@@ -17,7 +17,8 @@ A roll that fails to parse is never remembered: its error is raised again each t
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Hashable
+from collections.abc import Hashable, Mapping
+from dataclasses import fields
 from typing import Any
 
 from coterie.framework.variant import RoomSettings, Variant
@@ -30,15 +31,15 @@ _cache: OrderedDict[_Key, tuple[Variant[Any, Any], Any]] = OrderedDict()
 
 
 def settings_key(settings: RoomSettings) -> Hashable:
-    """Everything of a room's settings, as a hashable value."""
-    house = settings.house_rules
-    return (
-        settings.variant,
-        settings.prefix,
-        settings.default_difficulty,
-        settings.chronicle,
-        tuple(sorted(house.items())) if house else (),
+    """Everything of a room's settings, as a hashable value: every field, so a setting added to
+    :class:`RoomSettings` later is part of the key without anyone remembering to add it."""
+    return tuple(
+        tuple(sorted(value.items())) if isinstance(value, Mapping) else value
+        for value in (getattr(settings, name) for name in _FIELDS)
     )
+
+
+_FIELDS = tuple(field.name for field in fields(RoomSettings))
 
 
 def remembered(
