@@ -195,6 +195,7 @@ class CrossoverVariant(pools.StorytellerActions, Variant[CrossoverRequest, Cross
         "are rolled alone."
     )
     grammar = GRAMMAR
+    pure_build = True
     house_rules = HOUSE_RULES
 
     def build(self, parsed: Parsed, settings: RoomSettings) -> CrossoverRequest:

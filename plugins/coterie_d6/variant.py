@@ -310,6 +310,7 @@ class D6Variant(Variant[D6Request, D6Outcome]):
         "each die at or above it is a success."
     )
     grammar = GRAMMAR
+    pure_build = True
     extended_contests = True
 
     def initiative_usage(self) -> str:

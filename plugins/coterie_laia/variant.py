@@ -203,6 +203,7 @@ class LaiaVariant(pools.StorytellerActions, Variant[LaiaRequest, LaiaOutcome]):
         "from the left; spec makes 10s count twice; a negative sum is a botch."
     )
     grammar = GRAMMAR
+    pure_build = True
     house_rules = HOUSE_RULES
     extra_prefixes = ("?",)
 

@@ -229,6 +229,7 @@ class RevisedVariant(pools.StorytellerActions, Variant[RevisedRequest, RevisedOu
         "no success and a 1 is a botch."
     )
     grammar = GRAMMAR
+    pure_build = True
     house_rules = HOUSE_RULES
 
     def build(self, parsed: Parsed, settings: RoomSettings) -> RevisedRequest:

@@ -394,6 +394,7 @@ class V5Variant(Variant[Request, AnyOutcome]):
         "failures)."
     )
     grammar = GRAMMAR
+    pure_build = True
     house_rules = HOUSE_RULES
 
     def initiative_usage(self) -> str:

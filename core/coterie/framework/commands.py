@@ -9,14 +9,14 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from coterie.dice.sources import DiceSource
-from coterie.errors import UsageError
-from coterie.framework.grammar import CommandLine, Parsed, Pool, parse, tokens
+from coterie.framework.grammar import CommandLine, Parsed, Pool
 from coterie.framework.ids import ID_ALPHABET as ID_ALPHABET
 from coterie.framework.ids import ROLL_ID_LENGTH as ROLL_ID_LENGTH
 from coterie.framework.ids import SHOWN_ID_LENGTH as SHOWN_ID_LENGTH
 from coterie.framework.ids import new_roll_id as new_roll_id
 from coterie.framework.ids import shown_id as shown_id
 from coterie.framework.message import Message
+from coterie.framework.parsing import parse_requests as parse_requests
 from coterie.framework.variant import Outcome, RollContext, RoomSettings, SidePart, Variant
 from coterie.render.elements import Node, Reply
 from coterie.storage.state import RollRecord, RoomState, StateStore, Transaction
@@ -146,6 +146,8 @@ class CommandContext:
         if sides is not None and parts is not None:
             await self._log_sides(request, outcome, sides, parts)
             return
+        detail = self._detail(outcome)  # a fresh dict: completed in place
+        detail["hunger_dice"] = outcome.hunger_dice
         record = RollRecord(
             id=self._next_id(),
             room=self.message.room_key,
@@ -159,7 +161,7 @@ class CommandContext:
             botch=self.variant.is_botch(outcome),
             expected=expected_successes(self.variant, request),
             session=self.session,
-            detail={**self._detail(outcome), "hunger_dice": outcome.hunger_dice},
+            detail=detail,
         )
         await self.store.log_roll(record)
 
@@ -283,72 +285,6 @@ def _expected(variant: Variant[Any, Any], request: Any) -> float | None:
     except Exception:  # a rule set without odds, or odds for this request: not an error
         return None
     return distribution.successes_sum() / distribution.total
-
-
-def parse_requests(
-    ctx: CommandContext,
-    *,
-    minimum: int = 1,
-    usage: str | None = None,
-    prepare: Callable[[Parsed], None] | None = None,
-) -> list[Any]:
-    """Every ``;``-separated roll of the message, parsed with the room's rule set and checked
-    against the limits before anything is rolled: one bad roll means none is rolled. Errors show
-    ``usage`` (default: the rule set's ``!roll`` usage; the app adapts a leading ``!`` to the
-    room's prefix). ``prepare`` may adjust each parsed roll before the rule set builds it (an
-    extended action fills in its target and progress)."""
-    variant = ctx.variant
-    limits = ctx.app.config.limits
-    usage = usage or variant.grammar.usage
-    segments = ctx.args.split(";")
-    if not ctx.args.strip():
-        raise UsageError("what should I roll? Give at least a dice pool.", usage=usage)
-    if len(segments) < minimum:
-        raise UsageError(f"give at least {minimum} rolls separated by `;`", usage=usage)
-    if len(segments) > limits.max_rolls_per_message:
-        raise UsageError(
-            f"that is {len(segments)} rolls in one message; at most "
-            f"{limits.max_rolls_per_message} are allowed",
-            usage=usage,
-        )
-    requests: list[Any] = []
-    for segment in segments:
-        words = tokens(segment)
-        if not words:
-            raise UsageError("one of the rolls between `;` is empty", usage=usage)
-        resolver = ctx.resolver
-        try:
-            if resolver is None:
-                parsed = parse(words, variant.grammar, max_options=limits.max_options)
-            else:
-                parsed = parse(
-                    words,
-                    variant.grammar,
-                    max_options=limits.max_options,
-                    pool=resolver.read,
-                    # a pool in numbers only reads as it always did, slots and all
-                    preset=resolver.preset if any(c.isalpha() for c in words[0]) else None,
-                    # the other side of `vs`, named (`vs Guard Wits+Awareness`)
-                    versus=getattr(resolver, "versus", None),
-                )
-                resolver.check(parsed)
-            parsed.comment = ctx.line.comment
-            if prepare is not None:
-                prepare(parsed)
-            request = variant.build(parsed, ctx.settings)
-        except UsageError as error:
-            if error.usage in (None, variant.grammar.usage):
-                error.usage = usage
-            if error.hint and ctx.line.command != "roll":  # taught with `!roll`: say `!odds`
-                error.hint = error.hint.replace("`!roll ", f"`!{ctx.line.command} ")
-            raise
-        count = variant.dice_count(request)
-        if count > limits.max_dice:
-            raise UsageError(
-                f"that is {count} dice; a roll may have at most {limits.max_dice}", usage=usage
-            )
-        requests.append(request)
-    return requests
 
 
 async def roll_reply(ctx: CommandContext, *, usage: str | None = None) -> Reply:

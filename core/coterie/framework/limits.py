@@ -15,13 +15,13 @@ Where each limit is enforced:
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel
-
-from coterie.framework.config import Limits, RateLimits
 from coterie.render.elements import BR, Code, Italic, LineBreak, Node, Reply, Text
 from coterie.render.encode import PLAIN, to_plain
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
 
 
 def limit_reply(reply: Reply, max_length: int) -> bool:
@@ -30,7 +30,8 @@ def limit_reply(reply: Reply, max_length: int) -> bool:
     Only text that does not fit at all (one huge text node) is cut inside. The last line (where a
     roll's result usually is) is kept after the note when it is short, and so is a roll's id
     footer (``roll k3f9qz``). Returns whether the reply was cut."""
-    if len(to_plain(reply.body)) <= max_length:
+    # the text before its final trimming is never shorter: when it fits, the reply does
+    if len(PLAIN.join(reply.body)) <= max_length or len(to_plain(reply.body)) <= max_length:
         return False
     footer = _take_roll_footer(reply)
     body = list(reply.body)
@@ -133,4 +134,6 @@ def _describe(model: type[BaseModel], prefix: str) -> list[dict[str, Any]]:
 
 def describe_limits() -> list[dict[str, Any]]:
     """Every limit's config key, default and allowed range (``docs/reliability.md`` lists them)."""
+    from coterie.framework.configmodels import Limits, RateLimits
+
     return _describe(Limits, "limits") + _describe(RateLimits, "limits.rate")

@@ -25,11 +25,13 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from coterie.framework.config import RateLimits
 from coterie.framework.replies import error_reply
 from coterie.render.elements import Reply
+
+if TYPE_CHECKING:
+    from coterie.framework.config import RateLimits
 
 Clock = Callable[[], float]
 log = logging.getLogger("coterie")
@@ -104,6 +106,10 @@ class Verdict:
     scope: str = ""
 
 
+#: the verdict of every command that may go on (immutable, so one object serves them all)
+ALLOWED = Verdict(True)
+
+
 def decide(user: Bucket, room: Bucket, cost: float, now: float, limits: RateLimits) -> Verdict:
     """Take ``cost`` tokens from both (refilled) buckets, or refuse; a refusal is a notice only
     once per window of the bucket that ran dry (recorded in that bucket)."""
@@ -114,7 +120,7 @@ def decide(user: Bucket, room: Bucket, cost: float, now: float, limits: RateLimi
     if user_wait <= 0 and room_wait <= 0:
         user.tokens -= cost
         room.tokens -= cost
-        return Verdict(True)
+        return ALLOWED
     wait = max(user_wait, room_wait)
     scope = "user" if user_wait >= room_wait else "room"
     dry, burst, rate = (
@@ -146,7 +152,7 @@ class RateLimiter:
     def check(self, platform: str, room_key: str, user: str, command: str) -> Verdict:
         """Take a command's tokens if both buckets have them; otherwise a refusal."""
         if self.exempt(platform):
-            return Verdict(True)
+            return ALLOWED
         now = self.clock()
         user_bucket = self.users._bucket(f"{platform}\x00{user}", now)  # one person per platform
         room_bucket = self.rooms._bucket(room_key, now)
@@ -185,7 +191,7 @@ class SharedRateLimiter(RateLimiter):
         from coterie.storage.shared import prune_rows, update_rows
 
         if self.exempt(platform):
-            return Verdict(True)
+            return ALLOWED
         limits = self.limits
         cost = float(self.cost(command))
         user_key, room_key_ = f"user:{platform}:{user}", f"room:{room_key}"

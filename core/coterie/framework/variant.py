@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 from coterie.dice.sources import DiceSource
 from coterie.framework.grammar import Grammar, Parsed
-from coterie.render.elements import Node
+from coterie.render.elements import BR, Node, Text, bold, italic
 
 if TYPE_CHECKING:
     from coterie.dice.odds import Distribution
@@ -285,6 +285,10 @@ class Variant(ABC, Generic[RequestT, OutcomeT]):
     #: the notable results ``!stats`` counts for this rule set: (outcome name, label); the name
     #: ``botch`` counts the rolls :meth:`is_botch` flags
     tallies: ClassVar[tuple[tuple[str, str], ...]] = (("botch", "botch"),)
+    #: :meth:`build` depends only on its arguments (and the rule set's fixed grammar): the app
+    #: may then reuse a request built before from the same roll and settings
+    #: (:mod:`coterie.framework.requestcache`); leave it off for a ``build`` that reads more
+    pure_build: ClassVar[bool] = False
 
     @abstractmethod
     def build(self, parsed: Parsed, settings: RoomSettings) -> RequestT:
@@ -320,8 +324,6 @@ class Variant(ABC, Generic[RequestT, OutcomeT]):
         """The whole reply to a roll command. By default: the roller's name and comment on the
         first line, then each outcome. A rule set whose players expect another layout overrides
         it."""
-        from coterie.render.elements import BR, Text, bold, italic
-
         body: list[Node] = [bold(who)]
         if comment:
             body += [Text(" — "), italic(comment)]

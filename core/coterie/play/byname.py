@@ -10,7 +10,7 @@ die, v5's impairment, ``Trait.Specialty``. A pool written in numbers only never 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from coterie.errors import UsageError
@@ -19,12 +19,14 @@ from coterie.framework.commands import CommandContext
 from coterie.framework.grammar import Parsed, Pool, PoolTerm, number, shorten, tokens
 from coterie.hookimpl import hookimpl
 from coterie.play import sheets
-from coterie.play.rooms import is_mention
+from coterie.play.poolwords import _PART, _by_name, _names_trait, _opposed, opponent_word
+from coterie.play.poolwords import canonical as canonical
+from coterie.play.poolwords import canonical_roll as canonical_roll
 from coterie.play.roster import chronicle_of, opponent, templates
 from coterie.render.elements import BR, Text
 
-_PART = re.compile(r"([+-]?)([^+-]+)")
-_NUMBERS = re.compile(r"[0-9+-]+")
+#: a letter (what a Trait name, an option's name and ``vs`` each have)
+_LETTER = re.compile(r"[^\W\d_]")
 _NAMES = {1: "one", 2: "two", 3: "three"}
 #: pools read from shared sheets (``SheetPools(shared=True)``: a store's read-only sheet, never
 #: changed), by sheet, template and token; each kept with its sheet and template, whose ids thus
@@ -36,124 +38,6 @@ _pools: dict[tuple[int, int, str], tuple[dict[str, Any], CharacterTemplate, Pool
 def template_tracker(template: CharacterTemplate, name: str) -> bool:
     tracker = template.tracker(name)
     return tracker is not None and tracker.rolls == "current"
-
-
-def _names_trait(template: CharacterTemplate, word: str) -> bool:
-    for match in _PART.finditer(word):
-        part = match.group(2).partition(".")[0]
-        if part.isdigit():
-            continue
-        try:
-            template.find(part)
-        except UsageError:
-            continue
-        return True
-    return False
-
-
-def _has_letter(word: str) -> bool:
-    return any(ch.isalpha() for ch in word)
-
-
-def canonical(template: CharacterTemplate, sheet: dict[str, Any], token: str) -> str:
-    """A pool of Trait names written with the names the sheet knows them by:
-    ``wits+street.slum+1`` → ``Wits+Streetwise.Slums+1`` (a specialty by the sheet's own name when
-    one matches). Errors as :meth:`SheetPools.read` gives them (an unknown or ambiguous name)."""
-    out: list[str] = []
-    for match in _PART.finditer(token):
-        sign, part = match.group(1), match.group(2)
-        if part.isdigit():
-            out.append(sign + part)
-            continue
-        word, dot, special = part.partition(".")
-        name = template.find(word, sheet["custom"])
-        if dot:
-            known = sheet["specialties"].get(name, [])
-            matching = [s for s in known if fold(s).startswith(fold(special))]
-            special = matching[0] if len(matching) == 1 else special
-        out.append(sign + name + (dot + special if dot else ""))
-    return "".join(out)
-
-
-def canonical_roll(
-    grammar: Any,
-    template: CharacterTemplate,
-    sheet: dict[str, Any] | None,
-    roll: str,
-    opponents: Mapping[str, SheetPools] | None = None,
-) -> str:
-    """A roll's arguments with each pool written by Trait name (the first word of each roll
-    between ``;``, read from ``sheet``, and the pool after ``vs NAME``, read from the sheet of
-    ``opponents[NAME]``) in :func:`canonical` form; numbers, options and comments as they were."""
-    segments = []
-    changed = False
-    for segment in roll.split(";"):
-        words = tokens(segment)
-        if words and sheet is not None and _by_name(grammar, words[0]):
-            words[0] = canonical(template, sheet, words[0])
-        lowered = [w.lower() for w in words]
-        at = lowered.index("vs") + 1 if "vs" in lowered else len(words)
-        side = (opponents or {}).get(words[at]) if at < len(words) - 1 else None
-        if side is not None and _by_name(grammar.versus, words[at + 1]):
-            words[at + 1] = canonical(template, side.sheet, words[at + 1])
-        rewritten = " ".join(words)
-        changed = changed or rewritten != " ".join(tokens(segment))
-        segments.append(rewritten)
-    return "; ".join(segments) if changed else roll
-
-
-def _by_name(grammar: Any, word: str) -> bool:
-    """Whether a roll's first word is a pool of Trait names (not numbers, not an option)."""
-    low = word.lower()
-    return (
-        _has_letter(low)
-        and not _NUMBERS.fullmatch(low)
-        and grammar.option(low.partition("=")[0]) is None
-    )
-
-
-_PLAIN = re.compile(r"[^\W\d_][\w'\-]{0,29}")
-
-
-def opponent_word(grammar: Any, after: list[str]) -> str | None:
-    """The character named right after ``vs`` (``vs Guard Wits+Awareness``, ``vs @bob 4``):
-    a mention, or a plain word followed by a pool of Trait names; else ``None``."""
-    if not after or grammar is None:
-        return None
-    first = after[0]
-    if is_mention(first):
-        return first
-    if (
-        len(after) > 1
-        and _PLAIN.fullmatch(first)
-        and grammar.option(first.lower()) is None
-        and _by_name(grammar, after[1])
-    ):
-        return first
-    return None
-
-
-def _opposed(ctx: CommandContext) -> tuple[list[str], bool]:
-    """(the characters named after ``vs``, whether any side after ``vs`` is written by name)
-    — decided without any read."""
-    grammar = ctx.variant.grammar.versus
-    if grammar is None or "vs" not in ctx.args.lower():
-        return [], False
-    names: list[str] = []
-    by_name = False
-    for segment in ctx.args.split(";"):
-        words = tokens(segment)
-        lowered = [w.lower() for w in words]
-        if "vs" not in lowered:
-            continue
-        after = words[lowered.index("vs") + 1 :]
-        who = opponent_word(grammar, after)
-        if who is not None:
-            names.append(who)
-            by_name = True
-        elif after and _by_name(grammar, after[0]):
-            by_name = True
-    return names, by_name
 
 
 Side = tuple[
@@ -440,18 +324,40 @@ def _wants_sheet(ctx: CommandContext, template: CharacterTemplate) -> tuple[bool
 
 
 @hookimpl
-async def coterie_pool_resolver(ctx: CommandContext) -> SheetPools | _NumbersOnly | None:
+def coterie_pool_resolver(
+    ctx: CommandContext,
+) -> Awaitable[SheetPools | _NumbersOnly | None] | None:
+    """A reader of the caller's sheet, decided without any read: a roll in numbers only (most
+    of them) gets ``None`` at once, with nothing to await."""
+    if _LETTER.search(ctx.args) is None:
+        return None  # no word at all: no Trait name, no option that spends, no `vs NAME`
     template = templates(ctx.app).get(ctx.variant.name)
     if template is None:
         return None
     names, opposed = _opposed(ctx)
     if isinstance(ctx.resolver, _Opposition):  # set by the command (an NPC's sheet): complete it
-        for who in names:
-            ctx.resolver.opponents[who] = SheetPools(ctx, template, await opponent(ctx, who))
-        return None
+        return _complete(ctx, ctx.resolver, template, names) if names else None
     by_name, spends = _wants_sheet(ctx, template)
     if not by_name and not spends and not opposed:
         return None
+    return _resolver(ctx, template, names, opposed, by_name, spends)
+
+
+async def _complete(
+    ctx: CommandContext, resolver: _Opposition, template: CharacterTemplate, names: list[str]
+) -> None:
+    for who in names:
+        resolver.opponents[who] = SheetPools(ctx, template, await opponent(ctx, who))
+
+
+async def _resolver(
+    ctx: CommandContext,
+    template: CharacterTemplate,
+    names: list[str],
+    opposed: bool,
+    by_name: bool,
+    spends: bool,
+) -> SheetPools | _NumbersOnly | None:
     own = await _own(ctx, template, by_name, spends) if by_name or spends else None
     if not opposed:
         return own

@@ -153,11 +153,15 @@ async def _secret_roll(ctx: CommandContext, usage: str | None) -> Reply:
 
 
 @hookimpl
-async def coterie_roll_settled(ctx: CommandContext, outcome: Any) -> None:
+def coterie_roll_settled(ctx: CommandContext, outcome: Any) -> Awaitable[None] | None:
     """A re-roll (v5's ``!reroll``) of a secret roll would show it to the room: refused until
-    the roll is revealed (nothing is rolled, nothing changes)."""
+    the roll is revealed (nothing is rolled, nothing changes). Any other roll: nothing to await."""
     if ctx.line.command not in REROLLS:
-        return
+        return None
+    return _refuse_secret_reroll(ctx)
+
+
+async def _refuse_secret_reroll(ctx: CommandContext) -> None:
     last = await last_roll(ctx)
     if last is not None and last.detail.get("secret") and not await revealed(ctx, last.id):
         raise UsageError(

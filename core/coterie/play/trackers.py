@@ -7,6 +7,7 @@ change replies old → new and can be undone with ``!undo``."""
 from __future__ import annotations
 
 import re
+from collections.abc import Awaitable
 from functools import partial
 from typing import Any
 
@@ -215,13 +216,21 @@ def apply(
 
 
 @hookimpl
-async def coterie_roll_settled(ctx: CommandContext, outcome: Outcome) -> None:
+def coterie_roll_settled(ctx: CommandContext, outcome: Outcome) -> Awaitable[None] | None:
+    """The trackers a roll's effects move (a failed rouse check's Hunger); a roll with no
+    effects (most of them) has nothing to await."""
     template = templates(ctx.app).get(ctx.variant.name)
     if template is None or template.effects is None:
-        return
+        return None
     effects = list(template.effects(outcome))
     if not effects:
-        return
+        return None
+    return _apply_effects(ctx, template, effects)
+
+
+async def _apply_effects(
+    ctx: CommandContext, template: CharacterTemplate, effects: list[Effect]
+) -> None:
     found: Found | None
     if ctx.line.command in NOT_THE_ROLLERS:
         # the Storyteller rolling for an NPC spends nothing of their own character: the NPC's

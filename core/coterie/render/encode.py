@@ -33,9 +33,39 @@ class Encoder:
     def encode(self, nodes: Iterable[Node]) -> str:
         return self.finish(self.join(nodes))
 
+    #: this encoder writes text and dice as the plain one does (no escaping, bare numbers):
+    #: :meth:`join` then skips those calls
+    _bare_text: ClassVar[bool] = True
+    _bare_die: ClassVar[bool] = True
+
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        super().__init_subclass__(**kwargs)
+        cls._bare_text = cls.text is Encoder.text
+        cls._bare_die = cls.die is Encoder.die
+
     def join(self, nodes: Iterable[Node]) -> str:
-        node = self.node
-        return "".join([node(item) for item in nodes])
+        # the commonest element types inline, by exact type (this runs for every element of
+        # every reply, once per encoding); the rest, and subclasses of the element types, go
+        # through :meth:`node` (a subclass that overrides :meth:`node` for these types also
+        # overrides this)
+        out: list[str] = []
+        add = out.append
+        bare_text, bare_die = self._bare_text, self._bare_die
+        for item in nodes:
+            kind = type(item)
+            if kind is Text:
+                add(item.text if bare_text else self.text(item.text))  # type: ignore[union-attr]
+            elif kind is Die:
+                add(str(item.face) if bare_die else self.die(item))  # type: ignore[union-attr,arg-type]
+            elif kind is LineBreak:
+                add(self.line_break())
+            elif kind is Bold:
+                add(self.bold(self.join(item.children)))  # type: ignore[union-attr]
+            elif kind is Italic:
+                add(self.italic(self.join(item.children)))  # type: ignore[union-attr]
+            else:
+                add(self.node(item))
+        return "".join(out)
 
     def node(self, node: Node) -> str:
         # the commonest element types by exact type first (this runs for every element of every
@@ -94,7 +124,7 @@ class Encoder:
 
     def finish(self, out: str) -> str:
         """Trailing spaces and the final line break go."""
-        return "\n".join(part.rstrip() for part in out.rstrip("\n").split("\n"))
+        return "\n".join([part.rstrip() for part in out.rstrip("\n").split("\n")])
 
 
 #: characters Markdown could read as markup, each escaped with a backslash: a translation table
@@ -102,9 +132,22 @@ class Encoder:
 _MD_ESCAPES = str.maketrans({char: "\\" + char for char in "\\`*_~[]()<>#|!{}+-."})
 
 
+#: short texts escaped lately (a reply's texts mostly come again: ``7 dice, difficulty 6
+#: (Standard):``), forgotten all at once when there are too many
+_escaped: dict[str, str] = {}
+_ESCAPED_MOST = 4096
+
+
 def escape_markdown(value: str) -> str:
     """Backslash-escape every character Markdown could read as markup."""
-    return value.translate(_MD_ESCAPES)
+    done = _escaped.get(value)
+    if done is None:
+        done = value.translate(_MD_ESCAPES)
+        if len(value) <= 80:  # the short texts rules and core write; a long comment is not kept
+            if len(_escaped) >= _ESCAPED_MOST:
+                _escaped.clear()
+            _escaped[value] = done
+    return done
 
 
 class MarkdownEncoder(Encoder):

@@ -112,9 +112,27 @@ def plural(n: int, word: str) -> str:
     return f"{n} {word}{'' if n == 1 else 'es' if word.endswith('s') else 's'}"
 
 
+#: the die elements made so far, by face, role and sides: immutable, so every reply shares them
+#: (a roll then allocates no element per die; there are a few hundred kinds at most)
+_DICE: dict[tuple[int, Role, int], Die] = {}
+_DICE_MOST = 2048
+
+
 def face_nodes(faces: Sequence[int], roles: Sequence[Role], sides: int = 10) -> list[Node]:
     """Die elements for faces with their roles, separated by spaces."""
-    return dice([Die(face, role, sides) for face, role in zip(faces, roles, strict=True)])
+    made = _DICE
+    out: list[Die] = []
+    for face, role in zip(faces, roles, strict=True):
+        if type(face) is not int:  # (True == 1: never mixed up with a 1)
+            out.append(Die(face, role, sides))
+            continue
+        die = made.get((face, role, sides))
+        if die is None:
+            die = Die(face, role, sides)
+            if len(made) < _DICE_MOST:
+                made[(face, role, sides)] = die
+        out.append(die)
+    return dice(out)
 
 
 # --- resisted and extended actions: reply lines and JSON ------------------------------------------

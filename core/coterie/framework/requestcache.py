@@ -1,0 +1,72 @@
+"""A bounded memo of built roll requests: the same roll written again in a room whose settings
+have not changed is not parsed again.
+
+Parsing ``7 6`` and building the rule set's request costs tens of microseconds, more than rolling
+the dice; players repeat the same few rolls all evening. A request is a pure function of what it
+is built from — the rule set (its grammar and :meth:`~coterie.framework.variant.Variant.build`),
+the room's settings in force, the written roll, its comment and the ``max_options`` limit — so the
+memo's key is exactly those. A change to any of them (``!set default_difficulty 7``, a house rule,
+``!variant v5``, another comment) is another key: nothing needs invalidating.
+
+Only rule sets that declare their ``build`` pure (:attr:`Variant.pure_build`, every built-in one)
+are memoised, only requests that hash (immutable: frozen dataclasses of tuples), and only rolls
+read without a character sheet (a sheet changes under the same text; those are read every time).
+A roll that fails to parse is never remembered: its error is raised again each time.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Hashable, Mapping
+from dataclasses import fields
+from typing import Any
+
+from coterie.framework.variant import RoomSettings, Variant
+
+#: how many requests are kept (least recently used dropped first)
+REQUEST_CACHE_SIZE = 2048
+
+_Key = tuple[int, Hashable, str, str | None, int]
+_cache: OrderedDict[_Key, tuple[Variant[Any, Any], Any]] = OrderedDict()
+
+
+def settings_key(settings: RoomSettings) -> Hashable:
+    """Everything of a room's settings, as a hashable value: every field, so a setting added to
+    :class:`RoomSettings` later is part of the key without anyone remembering to add it."""
+    return tuple(
+        tuple(sorted(value.items())) if isinstance(value, Mapping) else value
+        for value in (getattr(settings, name) for name in _FIELDS)
+    )
+
+
+_FIELDS = tuple(field.name for field in fields(RoomSettings))
+
+
+def remembered(
+    variant: Variant[Any, Any], room: Hashable, segment: str, comment: str | None, options: int
+) -> tuple[_Key, Any]:
+    """The key of a roll and its remembered request, ``None`` when there is none. ``room`` is
+    :func:`settings_key` of the room's settings."""
+    key = (id(variant), room, segment, comment, options)
+    entry = _cache.get(key)
+    # the entry holds its variant, so ``id(variant)`` cannot name another object while it lives
+    if entry is None or entry[0] is not variant:
+        return key, None
+    _cache.move_to_end(key)
+    return key, entry[1]
+
+
+def remember(key: _Key, variant: Variant[Any, Any], request: Any) -> None:
+    """Keep ``request`` under ``key`` if it is immutable enough to share (it hashes)."""
+    try:
+        hash(request)
+    except TypeError:
+        return
+    _cache[key] = (variant, request)
+    if len(_cache) > REQUEST_CACHE_SIZE:
+        _cache.popitem(last=False)
+
+
+def clear() -> None:
+    """Forget every request (tests)."""
+    _cache.clear()
