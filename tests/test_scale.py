@@ -49,11 +49,12 @@ class GatedSlack(FakeSlack):
         self.hold_body = ""
 
     async def _api(self, request: web.Request) -> web.Response:
-        if request.match_info["method"] == "chat.postMessage" and self.hold is not None:
-            if self.hold_body in (await request.read()).decode(errors="replace"):
-                self.held.set()
-                await self.hold.wait()
-                return web.Response(status=503)
+        held = request.match_info["method"] == "chat.postMessage" and self.hold is not None
+        if held and self.hold_body in (await request.read()).decode(errors="replace"):
+            assert self.hold is not None
+            self.held.set()
+            await self.hold.wait()
+            return web.Response(status=503)
         return await super()._api(request)
 
 
