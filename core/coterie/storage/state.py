@@ -200,6 +200,7 @@ def check_json(value: Any) -> None:
 
 
 _ATOMS = frozenset({str, int, bool, type(None)})
+_STR = frozenset({str})
 
 
 class _NotPlain(Exception):
@@ -215,14 +216,19 @@ def _plain_copy(value: Any) -> Any:
             raise _NotPlain
         return value
     # strings, ints, booleans and None inside a container are taken as they are, without a call
+    # (the checks of a whole container's keys and items run in C: ``issuperset`` of a ``map``)
     if kind is dict:
-        copied = {}
-        for key, item in value.items():
-            if type(key) is not str:
-                raise _NotPlain
-            copied[key] = item if type(item) in _ATOMS else _plain_copy(item)
+        copied = dict(value)
+        if not _STR.issuperset(map(type, copied)):
+            raise _NotPlain
+        if not _ATOMS.issuperset(map(type, copied.values())):
+            for key, item in copied.items():  # (replacing values: the keys do not change)
+                if type(item) not in _ATOMS:
+                    copied[key] = _plain_copy(item)
         return copied
     if kind is list:
+        if _ATOMS.issuperset(map(type, value)):
+            return list(value)
         return [item if type(item) in _ATOMS else _plain_copy(item) for item in value]
     if kind is tuple:
         return tuple(item if type(item) in _ATOMS else _plain_copy(item) for item in value)
