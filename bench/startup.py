@@ -6,8 +6,23 @@ comes back: the interpreter, the imports, the plugins, opening the store, the fi
 Peers in the same run: the bare interpreter (``python -c pass``) and ``coterie chat`` on the
 memory store (``memory://``: no database at all). Issue 18's target: <= 200 ms with a current
 schema. The first run (which creates and migrates the database) is timed and shown apart.
+``--before BIN`` adds another install's ``coterie`` script (e.g. the main branch's checkout) as a
+side taking turns with the others, on the same database.
 
-Run: .venv/bin/python bench/startup.py [--runs N]
+Each start's CPU time (user + system, read from ``/proc`` when the answer arrives) is shown beside
+its wall time: on a shared machine it moves less with the load.
+
+Bytecode: an installed coterie has its modules compiled (pip writes the ``.pyc`` files), but an
+editable install under ``PYTHONDONTWRITEBYTECODE=1`` compiles every module of the project on every
+start (~40% of the start here). So the starts run with a bytecode cache of their own
+(``PYTHONPYCACHEPREFIX`` in a temporary directory, filled by a first start that is not timed), as
+an installed coterie would; ``--no-bytecode-cache`` times them with whatever the environment says.
+
+``--all-plugins`` starts on the default config (``enable = ["*"]``) instead of one enabling revised,
+v5 and the console.
+
+Run: .venv/bin/python bench/startup.py [--runs N] [--before PATH/TO/coterie] [--all-plugins]
+[--no-bytecode-cache]
 """
 
 from __future__ import annotations
@@ -28,8 +43,19 @@ from common import header
 BIN = Path(sys.executable).parent
 
 
-def first_answer(argv: list[str], env: dict[str, str], cwd: str) -> float:
-    """Seconds from starting ``argv`` to the footer of its answer to ``!roll 3``."""
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of a running process so far (Linux ``/proc``; else 0)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def first_answer(argv: list[str], env: dict[str, str], cwd: str) -> tuple[float, float]:
+    """Seconds from starting ``argv`` to the footer of its answer to ``!roll 3``, and the CPU
+    seconds it had used then."""
     began = time.perf_counter()
     process = subprocess.Popen(
         argv,
@@ -49,44 +75,85 @@ def first_answer(argv: list[str], env: dict[str, str], cwd: str) -> float:
     else:
         raise AssertionError(f"no answer: {process.stderr.read() if process.stderr else ''}")
     elapsed = time.perf_counter() - began
+    cpu = cpu_seconds(process.pid)
     process.stdin.close()
     process.wait(timeout=30)
-    return elapsed
+    return elapsed, cpu
 
 
-def bare(argv: list[str], env: dict[str, str], cwd: str) -> float:
+def bare(argv: list[str], env: dict[str, str], cwd: str) -> tuple[float, float]:
     began = time.perf_counter()
+    used = os.times()
     subprocess.run(argv, env=env, cwd=cwd, check=True, capture_output=True)
-    return time.perf_counter() - began
+    now = os.times()
+    cpu = now.children_user + now.children_system - used.children_user - used.children_system
+    return time.perf_counter() - began, cpu
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--runs", type=int, default=9, help="timed starts of each side")
+    parser.add_argument(
+        "--before", metavar="BIN", help="another install's coterie script, timed too"
+    )
+    parser.add_argument(
+        "--all-plugins",
+        action="store_true",
+        help='the default config (enable = ["*"]) instead of revised, v5 and console',
+    )
+    parser.add_argument(
+        "--no-bytecode-cache",
+        action="store_true",
+        help="no bytecode cache of the benchmark's own (PYTHONDONTWRITEBYTECODE=1 recompiles)",
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="coterie-startup-") as folder:
         config = Path(folder) / "coterie.toml"
-        config.write_text('[plugins]\nenable = ["revised", "v5", "console"]\n', encoding="utf-8")
+        enable = "" if args.all_plugins else '[plugins]\nenable = ["revised", "v5", "console"]\n'
+        config.write_text(enable, encoding="utf-8")
         env = {k: v for k, v in os.environ.items() if k != "COTERIE_DATABASE_URL"}
+        if not args.no_bytecode_cache:
+            env.pop("PYTHONDONTWRITEBYTECODE", None)
+            env["PYTHONPYCACHEPREFIX"] = str(Path(folder) / "pycache")
         chat = [str(BIN / "coterie"), "chat", "--config", str(config), "--user", "lynn"]
-        first = first_answer(chat, env, folder)  # creates and migrates data/coterie.db
+        first, _ = first_answer(chat, env, folder)  # creates and migrates data/coterie.db
         assert (Path(folder) / "data" / "coterie.db").exists()
         memory_env = {**env, "COTERIE_DATABASE_URL": "memory://"}
-        sides: dict[str, list[float]] = {"sqlite": [], "memory": [], "python": []}
+        commands = {"sqlite": (chat, env), "memory": (chat, memory_env)}
+        if args.before:
+            commands["before"] = ([args.before, *chat[1:]], env)
+            first_answer(commands["before"][0], env, folder)  # its bytecode, not timed
+        sides: dict[str, list[tuple[float, float]]] = {name: [] for name in [*commands, "python"]}
         for _ in range(args.runs):  # the sides take turns, so load changes hit them alike
-            sides["sqlite"].append(first_answer(chat, env, folder))
-            sides["memory"].append(first_answer(chat, memory_env, folder))
+            for name, (argv, side_env) in commands.items():
+                sides[name].append(first_answer(argv, side_env, folder))
             sides["python"].append(bare([sys.executable, "-c", "pass"], env, folder))
-    sqlite, memory, python = (statistics.median(sides[k]) for k in ("sqlite", "memory", "python"))
-    print(header("start-up benchmark", f"median of {args.runs} starts per side, taking turns"))
-    print(f"coterie chat, SQLite at the current schema, to first answer: {sqlite * 1e3:7.1f} ms")
-    print(f"coterie chat, memory store (no database), to first answer:  {memory * 1e3:7.1f} ms")
-    print(f"python -c pass (interpreter floor):                         {python * 1e3:7.1f} ms")
-    print(f"first start (creates and migrates the database):            {first * 1e3:7.1f} ms")
+    wall = {k: statistics.median(w for w, _ in v) for k, v in sides.items()}
+    cpu = {k: statistics.median(c for _, c in v) for k, v in sides.items()}
+    cache = "no bytecode cache" if args.no_bytecode_cache else "modules' bytecode cached"
+    plugins = "every installed plugin" if args.all_plugins else "revised, v5, console"
+    detail = f"median of {args.runs} starts per side, taking turns; {cache}; plugins: {plugins}"
+    print(header("start-up benchmark", detail))
+    rows = [
+        ("sqlite", "coterie chat, SQLite at the current schema, to first answer"),
+        ("memory", "coterie chat, memory store (no database), to first answer"),
+        ("before", f"{args.before} (before), SQLite, to first answer"),
+        ("python", "python -c pass (interpreter floor)"),
+    ]
+    for key, label in rows:
+        if key in wall:
+            print(f"{label + ':':<62} {wall[key] * 1e3:7.1f} ms  (CPU {cpu[key] * 1e3:6.1f} ms)")
+    print(f"{'first start (creates and migrates the database):':<62} {first * 1e3:7.1f} ms")
+    sqlite, memory, python = wall["sqlite"], wall["memory"], wall["python"]
     print(
         f"ratio SQLite / memory store: {sqlite / memory:.2f}x; SQLite / bare interpreter: "
         f"{sqlite / python:.1f}x   # target: SQLite <= 200 ms"
     )
+    if "before" in wall:
+        print(
+            f"ratio after / before: {sqlite / wall['before']:.2f}x wall, "
+            f"{cpu['sqlite'] / cpu['before']:.2f}x CPU"
+        )
 
 
 if __name__ == "__main__":

@@ -13,11 +13,11 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from pydantic import BaseModel
-
 from coterie.framework.config import secret_env_names_of
 
 if TYPE_CHECKING:
+    from pydantic import BaseModel
+
     from coterie.framework.app import Coterie
     from coterie.render.elements import Node
 

@@ -8,15 +8,14 @@ import difflib
 import logging
 import time
 from collections.abc import Sequence
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from coterie.dice.sources import DiceSource, SystemDice
 from coterie.errors import UsageError
 from coterie.framework.adapter import Adapter
-from coterie.framework.characters import collect_templates
+from coterie.framework.catalogue import Catalogue, Registry
 from coterie.framework.checks import check_against_plugins
 from coterie.framework.commands import Command, CommandContext, new_roll_id, shown_id
-from coterie.framework.config import Config
 from coterie.framework.events import Sweeper, answered_before, event_key, record_answer
 from coterie.framework.grammar import CommandLine, localise, shorten
 from coterie.framework.guard import CommandGuard, CommandRefused
@@ -33,6 +32,9 @@ from coterie.framework.supervise import Supervisor
 from coterie.framework.variant import RoomSettings, Variant
 from coterie.render.elements import Reply, Text, roll_footer
 from coterie.storage.state import AmbientStore, MemoryStore, StateStore, Transaction
+
+if TYPE_CHECKING:
+    from coterie.framework.config import Config
 
 log = logging.getLogger("coterie")
 #: one line per answered command: ids, command, duration — never the message text
@@ -58,14 +60,11 @@ class Coterie:
         self.config = config
         if host is None:
             host = PluginHost()
-            host.load(config.plugins.enable)
+            host.load(config.plugins.enable, defer=True)
         self.host = host
         self.dice: DiceSource = dice or SystemDice()
         self._state = AmbientStore(store or MemoryStore())
-        self.variants: dict[str, Variant[Any, Any]] = {}
-        self.commands: list[Command] = []
         self._by_word: tuple[int, dict[str, list[Command]]] = (0, {})
-        self.adapter_classes: dict[str, type[Adapter]] = {}
         #: per-user and per-room token buckets (``[limits.rate]``), shared through a PostgreSQL
         #: store by every worker on it; tests may swap its clock
         self.rate_limiter = limiter_for(config.limits.rate, self._state.store)
@@ -79,11 +78,16 @@ class Coterie:
         self._settings_memo: dict[str, tuple[dict[str, Any], Config, RoomSettings]] = {}
         #: forgets old answered events now and then (:mod:`coterie.framework.events`)
         self.sweeper = Sweeper(lambda: self._state.store)
-        self._collect()
+        #: the plugins' rule sets, commands, adapters and character templates; a deferred
+        #: plugin's are collected when first needed (:mod:`coterie.framework.catalogue`)
+        self.catalogue = Catalogue(self.host, self._bad)
+        self.variants: Registry[Variant[Any, Any]] = self.catalogue.variants
+        self.adapter_classes: Registry[type[Adapter]] = self.catalogue.adapter_classes
+        self.character_templates = self.catalogue.character_templates
         self._check_config()
         #: each plugin's ``[plugins.settings.NAME]`` with its declared defaults (coterie_settings)
         self.plugin_settings: dict[str, dict[str, Any]] = check_plugin_settings(
-            self._listed("coterie_settings"), config.plugins.settings, self._bad
+            self.catalogue.listed("coterie_settings"), config.plugins.settings, self._bad
         )
 
     @property
@@ -101,59 +105,10 @@ class Coterie:
 
     # --- plugins -----------------------------------------------------------------------------
 
-    def _listed(self, hook: str) -> list[tuple[str, list[Any]]]:
-        """Each plugin's result of a list-returning hook. A result that is not iterable, or whose
-        iteration raises (a generator hook), is that plugin's failure, not the app's. Results come
-        in registration order, so on a duplicate name the plugin loaded first keeps it."""
-        order = {name: index for index, name in enumerate(self.host.plugin_names)}
-        results: list[tuple[str, list[Any]]] = []
-        for plugin, value in self.host.call(hook):
-            try:
-                results.append((plugin, list(value)))
-            except Exception as error:
-                self.host._fail(plugin, hook, error)
-        return sorted(results, key=lambda pair: order.get(pair[0], len(order)))
-
-    def _collect(self) -> None:
-        self._collect_discoveries()
-        #: each rule set's character template (``coterie_character_templates``), by rule set
-        self.character_templates = collect_templates(
-            self._listed("coterie_character_templates"), self._bad
-        )
-        for name, variant in self.variants.items():  # what `!help` and commands' `supports` read
-            variant.character_template = self.character_templates.get(name)
-
-    def _collect_discoveries(self) -> None:
-        for plugin, variants in self._listed("coterie_variants"):
-            for variant in variants:
-                if not isinstance(variant, Variant):
-                    self._bad(plugin, "coterie_variants", f"{variant!r} is not a Variant")
-                elif variant.name in self.variants:
-                    self._bad(plugin, "coterie_variants", f"variant {variant.name!r} exists")
-                else:
-                    self.variants[variant.name] = variant
-        for plugin, commands in self._listed("coterie_commands"):
-            for command in commands:
-                if not isinstance(command, Command):
-                    self._bad(plugin, "coterie_commands", f"{command!r} is not a Command")
-                    continue
-                clash = next((c for c in self.commands if c.clashes_with(command)), None)
-                if clash is not None:
-                    self._bad(
-                        plugin,
-                        "coterie_commands",
-                        f"command {command.name!r} is taken by plugin {clash.plugin!r}",
-                    )
-                    continue
-                self.commands.append(command if command.plugin else _with_plugin(command, plugin))
-        for plugin, classes in self._listed("coterie_adapters"):
-            for cls in classes:
-                if not (isinstance(cls, type) and issubclass(cls, Adapter)):
-                    self._bad(plugin, "coterie_adapters", f"{cls!r} is not an Adapter class")
-                elif cls.name in self.adapter_classes:
-                    self._bad(plugin, "coterie_adapters", f"adapter {cls.name!r} exists")
-                else:
-                    self.adapter_classes[cls.name] = cls
+    @property
+    def commands(self) -> list[Command]:
+        """Every command of every enabled plugin (deferred plugins are imported for it)."""
+        return self.catalogue.all_commands()
 
     def _bad(self, plugin: str, hook: str, problem: str) -> None:
         self.host._fail(plugin, hook, TypeError(problem))
@@ -258,8 +213,10 @@ class Coterie:
     def find_command(self, word: str, variant: str, args: str | None = None) -> Command | None:
         """The command called ``word`` in a room on ``variant`` (variant-specific ones first),
         for ``args`` when given (see :attr:`Command.applies`)."""
-        if self._by_word[0] != len(self.commands):  # (re)index by name, rule-set ones first
-            ranked = sorted(self.commands, key=lambda c: not c.variants)
+        commands = self.catalogue.commands
+        self.variants.settle(variant)  # a deferred rule set's commands join when it loads
+        if self._by_word[0] != len(commands):  # (re)index by name, rule-set ones first
+            ranked = sorted(commands, key=lambda c: not c.variants)
             names = {name for c in ranked for name in c.names}
             self._by_word = (len(ranked), {n: [c for c in ranked if n in c.names] for n in names})
         matches = self._by_word[1].get(word, ())
@@ -269,7 +226,7 @@ class Coterie:
         """The commands of a room on ``variant`` that its rule set supports, by name."""
         seen: dict[str, Command] = {}
         rules = self.variants.get(variant)
-        for command in sorted(self.commands, key=lambda c: not c.variants):
+        for command in sorted(self.catalogue.commands, key=lambda c: not c.variants):
             if command.available_in(variant) and (rules is None or command.supported_by(rules)):
                 seen.setdefault(command.name, command)
         return sorted(seen.values(), key=lambda c: c.name)
@@ -491,9 +448,3 @@ def _command_name(route: _Route | None) -> str | None:
     if route is None:
         return None
     return route.command.name if route.command is not None else "(unknown)"
-
-
-def _with_plugin(command: Command, plugin: str) -> Command:
-    from dataclasses import replace
-
-    return replace(command, plugin=plugin)

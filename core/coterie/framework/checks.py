@@ -4,12 +4,15 @@ their settings) at start and by ``coterie config check``: every problem at once,
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from coterie.framework.adapter import Adapter
-from coterie.framework.config import Config, Problems
+from coterie.framework.config import Problems
 from coterie.framework.grammar import suggest
 from coterie.framework.variant import Variant
+
+if TYPE_CHECKING:
+    from coterie.framework.config import Config
 
 
 def check_against_plugins(
@@ -19,7 +22,6 @@ def check_against_plugins(
 ) -> None:
     """Raise one ``ConfigError`` listing every problem of ``config`` with these plugins."""
     problems = Problems()
-    names = ", ".join(sorted(variants)) or "none"
     tables = [("defaults", config.defaults)] + [
         (f'rooms."{key}"', room) for key, room in config.rooms.items()
     ]
@@ -39,11 +41,17 @@ def check_against_plugins(
         if room.variant is not None and room.variant not in variants:
             close = suggest(room.variant, sorted(variants))
             hint = f" (did you mean {close!r}?)" if close else ""
+            names = ", ".join(sorted(variants)) or "none"
             problems.add(
                 f"{where}.variant",
                 f"unknown variant {room.variant!r}{hint}; installed: {names}",
             )
-    declared = {rule.name: rule for v in variants.values() for rule in v.house_rules}
+    # (every rule set is asked only when some table sets house rules: asking imports them all)
+    declared = (
+        {rule.name: rule for v in variants.values() for rule in v.house_rules}
+        if any(room.house_rules for _, room in tables)
+        else {}
+    )
     for where, room in tables:
         for rule, setting in room.house_rules.items():
             if rule not in declared:

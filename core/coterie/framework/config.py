@@ -2,6 +2,12 @@
 
 Secrets (tokens, passwords) never come from this file: adapters name environment variables
 (``*_env`` keys) and a secret-looking key in the file is refused.
+
+The models are pydantic's (:mod:`coterie.framework.configmodels`, importable from here as before:
+``Config``, ``Limits``, ...), imported when first used. :func:`load_config` reads an ordinary file
+without them (:mod:`coterie.framework.configbase`, ~40% of a start is pydantic's import and model
+building); a document that path cannot vouch for is validated by the models, so every error message
+is pydantic's, as before.
 """
 
 from __future__ import annotations
@@ -9,42 +15,79 @@ from __future__ import annotations
 import contextlib
 import copy
 import difflib
-import os
 import re
 import tomllib
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Any, TypeVar, get_args, get_origin
-
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
+from typing import TYPE_CHECKING, Any, TypeVar, get_args, get_origin
 
 from coterie.errors import ConfigError
+from coterie.framework.configbase import (
+    DATA_DIR_ENV,
+    DATABASE_URL_ENV,
+    DEFAULT_DATABASE,
+    HARD_MAX_DICE,
+    SECRET_ENV,
+    quick_config,
+)
 
-#: The hard cap on dice in one roll, whatever the config says.
-HARD_MAX_DICE = 1000
+if TYPE_CHECKING:
+    from pydantic import BaseModel, ValidationError
 
-_SECRET_KEY = re.compile(r"(token|password|secret|api_key)$", re.IGNORECASE)
+    from coterie.framework.configmodels import (
+        Config,
+        Limits,
+        LoggingConfig,
+        OpsConfig,
+        PluginsConfig,
+        RateLimits,
+        RoomConfig,
+        StateConfig,
+    )
+
+__all__ = [
+    "DATABASE_URL_ENV",
+    "DATA_DIR_ENV",
+    "DEFAULT_DATABASE",
+    "HARD_MAX_DICE",
+    "SECRET_ENV",
+    "Config",
+    "Limits",
+    "LoggingConfig",
+    "OpsConfig",
+    "PluginsConfig",
+    "Problems",
+    "RateLimits",
+    "RoomConfig",
+    "StateConfig",
+    "check_config",
+    "did_you_mean",
+    "load_config",
+    "parse_config",
+    "read_toml",
+    "secret_env_fields",
+    "secret_env_names_of",
+    "validate_table",
+]
+#: the pydantic models, imported from :mod:`coterie.framework.configmodels` on first use
+_MODELS = {
+    "Config",
+    "Limits",
+    "LoggingConfig",
+    "OpsConfig",
+    "PluginsConfig",
+    "RateLimits",
+    "RoomConfig",
+    "StateConfig",
+}
 
 
-def _refuse_secrets(table: Any, where: str) -> None:
-    """Refuse a secret-looking key anywhere in a free-form table (nested tables included)."""
-    if isinstance(table, list):
-        for item in table:
-            _refuse_secrets(item, where)
-    if not isinstance(table, dict):
-        return
-    for key, item in table.items():
-        if _SECRET_KEY.search(str(key)):
-            raise ValueError(
-                f"{where}.{key}: secrets are never read from the config file; "
-                f"put the name of the environment variable that holds it in {key}_env instead"
-            )
-        _refuse_secrets(item, f"{where}.{key}")
+def __getattr__(name: str) -> Any:
+    if name in _MODELS:
+        from coterie.framework import configmodels
 
-
-#: ``json_schema_extra`` of a settings field whose value names the environment variable that holds
-#: a secret (a token, a password): the logs redact that variable's value, whatever its length
-SECRET_ENV: dict[str, Any] = {"secret_env": True}
+        return getattr(configmodels, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def secret_env_fields(model: type[BaseModel]) -> list[str]:
@@ -65,236 +108,6 @@ def secret_env_names_of(model: type[BaseModel], table: Mapping[str, Any]) -> lis
         if isinstance(value, str) and value:
             names.append(value)
     return names
-
-
-class _Strict(BaseModel):
-    # strict: a value must already have the key's type (TOML gives real types): ``true`` is not
-    # the number 1 and ``"10"`` is not 10; only an integer is accepted where a float is expected
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
-
-
-class RateLimits(_Strict):
-    """Token buckets per user and per room for commands to the bot (``[limits.rate]``)."""
-
-    enabled: bool = True
-    #: commands a user may send in a row; the bucket then refills at ``user_per_minute``
-    user_burst: int = Field(default=10, ge=1, le=10_000)
-    user_per_minute: float = Field(default=20.0, gt=0, le=100_000)
-    #: the same for a room (shared by everyone in it)
-    room_burst: int = Field(default=30, ge=1, le=100_000)
-    room_per_minute: float = Field(default=60.0, gt=0, le=1_000_000)
-    #: tokens a command costs (default 1), e.g. ``{ odds = 2 }``
-    command_cost: dict[str, int] = Field(default_factory=dict)
-    #: platforms not limited (a terminal room has one person in it)
-    exempt_platforms: list[str] = Field(default_factory=lambda: ["console"])
-    #: buckets kept per table (least recently used dropped first): memory stays bounded
-    max_tracked: int = Field(default=10_000, ge=10, le=10_000_000)
-
-    @field_validator("command_cost")
-    @classmethod
-    def _costs(cls, value: dict[str, int]) -> dict[str, int]:
-        for name, cost in value.items():
-            if not 0 <= cost <= 1000:
-                raise ValueError(f"{name}: a cost is between 0 and 1000 tokens")
-        return value
-
-
-class Limits(_Strict):
-    """Limits applied to every command (see ``docs/configuration.md``)."""
-
-    max_dice: int = Field(default=100, ge=1, le=HARD_MAX_DICE, description="dice in one roll")
-    max_message_length: int = Field(
-        default=2000, ge=16, le=100_000, description="characters in a message"
-    )
-    max_comment_length: int = Field(
-        default=300, ge=0, le=10_000, description="characters in a # comment"
-    )
-    max_rolls_per_message: int = Field(default=10, ge=1, le=100, description="rolls separated by ;")
-    max_options: int = Field(default=20, ge=1, le=200, description="keyword options in one command")
-    max_reply_length: int = Field(
-        default=60_000, ge=200, le=1_000_000, description="characters in a reply's plain text"
-    )
-    max_extended_per_room: int = Field(
-        default=10, ge=1, le=1000, description="extended actions running at once in one room"
-    )
-    command_timeout: float = Field(
-        default=20.0,
-        ge=0.1,
-        le=3600,
-        description="seconds a command may run; then it is stopped and its changes dropped",
-    )
-    loop_block_limit: float = Field(
-        default=0.5,
-        ge=0.05,
-        le=60,
-        description="seconds a third-party plugin's command may hold up the event loop",
-    )
-    block_cooldown: float = Field(
-        default=60.0,
-        ge=0.1,
-        le=86_400,
-        description="seconds a plugin's commands are paused after it held up the event loop",
-    )
-    shutdown_grace: float = Field(
-        default=10.0,
-        ge=0,
-        le=600,
-        description="seconds coterie run waits, on SIGINT or SIGTERM, for commands in flight",
-    )
-    rate: RateLimits = Field(default_factory=lambda: RateLimits())
-
-
-class LoggingConfig(_Strict):
-    """How ``coterie run`` and ``coterie chat`` log (``[logging]``)."""
-
-    #: ``text`` (one readable line) or ``json`` (one JSON object per line)
-    format: str = Field(default="text", pattern=r"^(text|json)$")
-    #: overrides the top-level ``log_level`` when set
-    level: str | None = Field(default=None, pattern=r"^(DEBUG|INFO|WARNING|ERROR)$")
-    #: more environment variables whose values are secrets to redact from logs
-    redact_env: list[str] = Field(default_factory=list)
-
-
-class RoomConfig(_Strict):
-    """Settings of a room: ``[defaults]`` for every room, ``[rooms."platform:id"]`` for one."""
-
-    variant: str | None = None
-    prefix: str | None = Field(default=None, min_length=1, max_length=3)
-    default_difficulty: int | None = Field(default=None, ge=0, le=30)
-    house_rules: dict[str, bool | int] = Field(default_factory=dict)
-    #: platform user ids of the room's Storytellers (besides whoever runs ``!storyteller claim``)
-    storytellers: list[str] = Field(default_factory=list, max_length=50)
-
-    @field_validator("prefix")
-    @classmethod
-    def _prefix_symbols(cls, value: str | None) -> str | None:
-        if value is not None and (any(ch.isalnum() or ch.isspace() for ch in value)):
-            raise ValueError("a prefix is made of symbols such as ! or ?, without spaces")
-        return value
-
-
-class PluginsConfig(_Strict):
-    """Which installed plugins (entry points in the ``coterie`` group) to load."""
-
-    enable: list[str] = Field(default_factory=lambda: ["*"])
-    #: per-plugin settings, ``[plugins.settings.NAME]``
-    settings: dict[str, dict[str, Any]] = Field(default_factory=dict)
-
-    @field_validator("settings")
-    @classmethod
-    def _settings(cls, value: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
-        for name, table in value.items():
-            _refuse_secrets(table, name)
-        return value
-
-
-#: the environment variable that overrides ``[state] url`` (and may hold a password)
-DATABASE_URL_ENV = "COTERIE_DATABASE_URL"
-#: the environment variable naming the data directory when no config file is used
-DATA_DIR_ENV = "COTERIE_DATA_DIR"
-#: the SQLite file of the default store, under ``data_dir``
-DEFAULT_DATABASE = "coterie.db"
-_URL_PASSWORD = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://[^/@?#]*:[^/@?#]+@")
-
-
-class StateConfig(_Strict):
-    """``[state]``: where room settings, sessions and the roll log live (``docs/storage.md``)."""
-
-    #: a SQLAlchemy URL (``sqlite+aiosqlite:///path``, ``postgresql+asyncpg://user@host/db``) or
-    #: ``memory://``; unset: the SQLite file ``coterie.db`` under ``data_dir``
-    url: str | None = Field(default=None, min_length=1)
-
-    @field_validator("url")
-    @classmethod
-    def _no_password(cls, value: str | None) -> str | None:
-        if value is not None and (
-            _URL_PASSWORD.match(value) or re.search(r"[?&]password=", value, re.IGNORECASE)
-        ):
-            raise ValueError(
-                "a password is never read from the config file; leave it out of the URL "
-                f"and put the whole URL in the environment variable {DATABASE_URL_ENV} instead "
-                "(or use ~/.pgpass / PGPASSWORD)"
-            )
-        return value
-
-
-class OpsConfig(_Strict):
-    """``[ops]``: the health and metrics endpoint of ``coterie run`` (``/healthz``, ``/metrics``;
-    ``docs/deploy.md``). Off unless enabled; it listens on loopback unless told otherwise."""
-
-    enabled: bool = False
-    host: str = Field(default="127.0.0.1", min_length=1)
-    #: ``0`` picks a free port; several workers: ``$COTERIE_PORT_OFFSET`` is added to it
-    port: int = Field(default=9464, ge=0, le=65535)
-
-
-class Config(_Strict):
-    """The whole configuration file."""
-
-    plugins: PluginsConfig = Field(default_factory=PluginsConfig)
-    defaults: RoomConfig = Field(default_factory=lambda: RoomConfig(variant="revised", prefix="!"))
-    rooms: dict[str, RoomConfig] = Field(default_factory=dict)
-    adapters: dict[str, dict[str, Any]] = Field(default_factory=dict)
-    limits: Limits = Field(default_factory=lambda: Limits())
-    data_dir: str = "data"
-    log_level: str = Field(default="INFO", pattern=r"^(DEBUG|INFO|WARNING|ERROR)$")
-    state: StateConfig = Field(default_factory=lambda: StateConfig())
-    ops: OpsConfig = Field(default_factory=lambda: OpsConfig())
-    #: the directory of the config file (relative paths are resolved against it); ``None``:
-    #: the built-in defaults or a parsed table, resolved against the working directory
-    _base_dir: Path | None = PrivateAttr(default=None)
-    logging: LoggingConfig = Field(default_factory=lambda: LoggingConfig())
-
-    @field_validator("adapters")
-    @classmethod
-    def _adapters(cls, value: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
-        for name, table in value.items():
-            if not isinstance(table, dict):
-                raise ValueError(f"[adapters.{name}] must be a table")
-            enabled = table.get("enabled", False)
-            if not isinstance(enabled, bool):
-                raise ValueError(f"{name}.enabled: must be true or false")
-            _refuse_secrets(table, name)
-        return value
-
-    @property
-    def default_variant(self) -> str:
-        return self.defaults.variant or "revised"
-
-    def enabled_adapters(self) -> list[str]:
-        return [name for name, table in self.adapters.items() if table.get("enabled", False)]
-
-    def data_path(self) -> Path:
-        """Where coterie keeps its files (the SQLite store, chart images): ``data_dir``, a
-        relative one under the config file's directory; without a config file (and no
-        ``data_dir`` given) the platform's user data directory, e.g. ``~/.local/share/coterie``
-        (``$COTERIE_DATA_DIR`` overrides it)."""
-        if self._base_dir is None and "data_dir" not in self.model_fields_set:
-            override = os.environ.get(DATA_DIR_ENV)
-            if override:
-                return Path(override).expanduser()
-            import platformdirs
-
-            return Path(platformdirs.user_data_dir("coterie", appauthor=False))
-        path = Path(self.data_dir).expanduser()
-        if path.is_absolute() or self._base_dir is None:
-            return path
-        return self._base_dir / path
-
-    def database_url(self) -> str:
-        """The state store's URL: ``$COTERIE_DATABASE_URL``, else ``[state] url``, else the
-        SQLite file ``coterie.db`` under :meth:`data_path` (not created here)."""
-        url = os.environ.get(DATABASE_URL_ENV)
-        if url:
-            return url
-        url = self.state.url
-        if url:  # a relative SQLite file in the config file is under its directory too
-            scheme, sep, rest = url.partition(":///")
-            relative = sep and scheme.split("+")[0] == "sqlite" and not rest.startswith("/")
-            if relative and self._base_dir is not None and rest and not rest.startswith(":"):
-                return f"{scheme}:///{self._base_dir / rest}"
-            return url
-        return f"sqlite+aiosqlite:///{(self.data_path() / DEFAULT_DATABASE).absolute()}"
 
 
 _BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
@@ -355,7 +168,7 @@ def _format(
     return "\n".join(lines)
 
 
-ModelT = TypeVar("ModelT", bound=BaseModel)
+ModelT = TypeVar("ModelT", bound="BaseModel")
 
 
 def validate_table(
@@ -368,6 +181,8 @@ def validate_table(
     """Validate a free-form table of the config (an adapter's or a plugin's settings) with a
     pydantic model. A problem is a :class:`ConfigError` naming the key as ``where.key``, unknown
     keys with the closest known one; ``missing`` gives a hint per required key."""
+    from pydantic import ValidationError
+
     try:
         return model.model_validate(dict(table), strict=True)
     except ValidationError as error:
@@ -418,6 +233,10 @@ def check_config(data: dict[str, Any], problems: Problems) -> Config | None:
     """Validate a parsed TOML document, adding every problem to ``problems``. Returns the
     config, or, when some top-level tables are invalid, the config without them (so that later
     checks still run on the rest), or ``None`` when nothing can be salvaged."""
+    from pydantic import ValidationError
+
+    from coterie.framework.configmodels import Config
+
     try:
         return Config.model_validate(data)
     except ValidationError as error:
@@ -454,6 +273,10 @@ def read_toml(path: str | Path) -> dict[str, Any]:
 
 def parse_config(data: dict[str, Any], source: str = "config") -> Config:
     """Validate an already-parsed TOML document."""
+    from pydantic import ValidationError
+
+    from coterie.framework.configmodels import Config
+
     try:
         return Config.model_validate(data)
     except ValidationError as error:
@@ -463,8 +286,16 @@ def parse_config(data: dict[str, Any], source: str = "config") -> Config:
 def load_config(path: str | Path | None) -> Config:
     """Read and validate a TOML file; ``None`` gives the built-in defaults."""
     if path is None:
-        return Config()
+        return _quick({}) or parse_config({})
     path = Path(path)
-    config = parse_config(read_toml(path), str(path))
+    data = read_toml(path)
+    config = _quick(data) or parse_config(data, str(path))
     config._base_dir = path.resolve().parent
     return config
+
+
+def _quick(data: dict[str, Any]) -> Config | None:
+    """The document read without pydantic when that path can vouch for it
+    (:func:`coterie.framework.configbase.quick_config`: the same values, as plain read-only
+    objects that offer what :class:`Config` does)."""
+    return quick_config(data)  # type: ignore[return-value]

@@ -31,7 +31,6 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-from coterie.framework.config import Limits
 from coterie.framework.plugins import PluginHost
 from coterie.framework.ratelimit import describe_wait
 from coterie.framework.replies import error_reply
@@ -39,6 +38,7 @@ from coterie.render.elements import Reply
 
 if TYPE_CHECKING:
     from coterie.framework.commands import Command, CommandContext
+    from coterie.framework.config import Limits
 
 log = logging.getLogger("coterie.plugins")
 

@@ -15,13 +15,13 @@ Where each limit is enforced:
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel
-
-from coterie.framework.config import Limits, RateLimits
 from coterie.render.elements import BR, Code, Italic, LineBreak, Node, Reply, Text
 from coterie.render.encode import PLAIN, plain_join, to_plain
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
 
 
 def limit_reply(reply: Reply, max_length: int) -> bool:
@@ -134,4 +134,6 @@ def _describe(model: type[BaseModel], prefix: str) -> list[dict[str, Any]]:
 
 def describe_limits() -> list[dict[str, Any]]:
     """Every limit's config key, default and allowed range (``docs/reliability.md`` lists them)."""
+    from coterie.framework.configmodels import Limits, RateLimits
+
     return _describe(Limits, "limits") + _describe(RateLimits, "limits.rate")

@@ -25,11 +25,13 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from coterie.framework.config import RateLimits
 from coterie.framework.replies import error_reply
 from coterie.render.elements import Reply
+
+if TYPE_CHECKING:
+    from coterie.framework.config import RateLimits
 
 Clock = Callable[[], float]
 log = logging.getLogger("coterie")

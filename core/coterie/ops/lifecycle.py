@@ -8,9 +8,10 @@ import contextlib
 import logging
 import signal
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from coterie.framework.config import Config
+if TYPE_CHECKING:
+    from coterie.framework.config import Config
 
 
 def describe_store(config: Config) -> str:

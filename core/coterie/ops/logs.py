@@ -28,10 +28,9 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, TextIO
 from urllib.parse import unquote, urlsplit
 
-from coterie.framework.config import Config
-
 if TYPE_CHECKING:
     from coterie.framework.adapter import Adapter
+    from coterie.framework.config import Config
 
 REDACTED = "[redacted]"
 
