@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from coterie.render.elements import BR, Code, Italic, LineBreak, Node, Reply, Text
-from coterie.render.encode import PLAIN, to_plain
+from coterie.render.encode import PLAIN, plain_join, to_plain
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -31,7 +31,7 @@ def limit_reply(reply: Reply, max_length: int) -> bool:
     roll's result usually is) is kept after the note when it is short, and so is a roll's id
     footer (``roll k3f9qz``). Returns whether the reply was cut."""
     # the text before its final trimming is never shorter: when it fits, the reply does
-    if len(PLAIN.join(reply.body)) <= max_length or len(to_plain(reply.body)) <= max_length:
+    if len(plain_join(reply.body)) <= max_length or len(to_plain(reply.body)) <= max_length:
         return False
     footer = _take_roll_footer(reply)
     body = list(reply.body)

@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Hashable, Mapping
 from dataclasses import fields
+from operator import attrgetter
 from typing import Any
 
 from coterie.framework.variant import RoomSettings, Variant
@@ -33,13 +34,24 @@ _cache: OrderedDict[_Key, tuple[Variant[Any, Any], Any]] = OrderedDict()
 def settings_key(settings: RoomSettings) -> Hashable:
     """Everything of a room's settings, as a hashable value: every field, so a setting added to
     :class:`RoomSettings` later is part of the key without anyone remembering to add it."""
+    values = _read_fields(settings)
+    # (strings, numbers and None as they are, without an ABC check each)
     return tuple(
-        tuple(sorted(value.items())) if isinstance(value, Mapping) else value
-        for value in (getattr(settings, name) for name in _FIELDS)
+        [
+            value
+            if type(value) in _PLAIN
+            else tuple(sorted(value.items()))
+            if isinstance(value, Mapping)
+            else value
+            for value in values
+        ]
     )
 
 
 _FIELDS = tuple(field.name for field in fields(RoomSettings))
+#: a tuple of every field's value, read in C (a 1-field getter returns the bare value)
+_read_fields = attrgetter(*_FIELDS) if len(_FIELDS) > 1 else lambda s: (getattr(s, _FIELDS[0]),)
+_PLAIN = frozenset({str, int, bool, type(None)})
 
 
 def remembered(

@@ -190,9 +190,38 @@ PLAIN = Encoder()
 MARKDOWN = MarkdownEncoder()
 
 
+#: the last reply written as plain text: its elements (a tuple: they are immutable, so the
+#: same elements are the same text), the text before its final trimming, and after it (or
+#: ``None``). Every reply is measured as plain text on its way out (the reply-size limit), and a
+#: plain adapter then writes the same elements: the second time is a comparison. One tuple, set
+#: in one assignment (a thread that reads it sees a whole entry).
+_last_plain: tuple[tuple[Node, ...], str, str | None] = ((), "", "")
+
+
+def plain_join(nodes: Iterable[Node]) -> str:
+    """``PLAIN.join(nodes)``: the plain text before its final trimming (never shorter than
+    :func:`to_plain`'s), remembered for the next call on the same elements."""
+    global _last_plain
+    key = tuple(nodes)
+    last = _last_plain
+    if last[0] == key:  # element by element: the same objects at once, else equal fields
+        return last[1]
+    joined = PLAIN.join(key)
+    _last_plain = (key, joined, None)
+    return joined
+
+
 def to_plain(nodes: Iterable[Node]) -> str:
     """Text with no markup at all; die faces as bare numbers."""
-    return PLAIN.encode(nodes)
+    global _last_plain
+    key = tuple(nodes)
+    last = _last_plain
+    if last[0] == key and last[2] is not None:
+        return last[2]
+    joined = last[1] if last[0] == key else PLAIN.join(key)
+    finished = PLAIN.finish(joined)
+    _last_plain = (key, joined, finished)
+    return finished
 
 
 def to_markdown(nodes: Iterable[Node]) -> str:

@@ -34,6 +34,7 @@ from coterie.storage.character_rows import (
     ThroughTransactions,
 )
 from coterie.storage.joining import joined, landed
+from coterie.storage.scope import LockedScope
 
 #: the value a transaction's buffer holds for a key deleted in it
 _DELETED = object()
@@ -199,6 +200,7 @@ def check_json(value: Any) -> None:
 
 
 _ATOMS = frozenset({str, int, bool, type(None)})
+_STR = frozenset({str})
 
 
 class _NotPlain(Exception):
@@ -214,14 +216,19 @@ def _plain_copy(value: Any) -> Any:
             raise _NotPlain
         return value
     # strings, ints, booleans and None inside a container are taken as they are, without a call
+    # (the checks of a whole container's keys and items run in C: ``issuperset`` of a ``map``)
     if kind is dict:
-        copied = {}
-        for key, item in value.items():
-            if type(key) is not str:
-                raise _NotPlain
-            copied[key] = item if type(item) in _ATOMS else _plain_copy(item)
+        copied = dict(value)
+        if not _STR.issuperset(map(type, copied)):
+            raise _NotPlain
+        if not _ATOMS.issuperset(map(type, copied.values())):
+            for key, item in copied.items():  # (replacing values: the keys do not change)
+                if type(item) not in _ATOMS:
+                    copied[key] = _plain_copy(item)
         return copied
     if kind is list:
+        if _ATOMS.issuperset(map(type, value)):
+            return list(value)
         return [item if type(item) in _ATOMS else _plain_copy(item) for item in value]
     if kind is tuple:
         return tuple(item if type(item) in _ATOMS else _plain_copy(item) for item in value)
@@ -295,37 +302,31 @@ class _MemoryTransaction(MemoryCharacterTx):
 
 
 class MemoryStore(ThroughTransactions):
-    """A process-local store: state lasts as long as the process."""
+    """A process-local store: state lasts as long as the process. Nothing here awaits between
+    its reads and writes, so on one event loop each method is atomic without a lock."""
 
     def __init__(self) -> None:
         self._data: dict[tuple[str, str], Any] = {}
         self._characters = MemoryCharacters()
         self._log: list[RollRecord] = []
         self._locks: dict[str, asyncio.Lock] = {}
-        self._commit = asyncio.Lock()
 
-    @asynccontextmanager
-    async def transaction(self, lock: str = "") -> AsyncIterator[_MemoryTransaction]:
-        room_lock = self._locks.setdefault(lock, asyncio.Lock()) if lock else None
-        if room_lock is not None:
-            await room_lock.acquire()
-        try:
-            tx = _MemoryTransaction(self)
-            yield tx
-            async with self._commit:
-                for key, value in tx.writes.items():
-                    if value is _DELETED:
-                        self._data.pop(key, None)
-                    else:
-                        self._data[key] = value
-                self._log.extend(tx.logged)
-                if tx.character_writes or tx.stacks:
-                    self._characters.apply(tx.character_writes, tx.stacks)
-        finally:
-            if room_lock is not None:
-                room_lock.release()
-                if not room_lock.locked() and not getattr(room_lock, "_waiters", None):
-                    self._locks.pop(lock, None)
+    def transaction(self, lock: str = "") -> LockedScope[_MemoryTransaction]:
+        return LockedScope(self._locks, lock, self._begin, self._apply)
+
+    def _begin(self) -> _MemoryTransaction:
+        return _MemoryTransaction(self)
+
+    def _apply(self, tx: _MemoryTransaction) -> None:
+        data = self._data
+        for key, value in tx.writes.items():
+            if value is _DELETED:
+                data.pop(key, None)
+            else:
+                data[key] = value
+        self._log.extend(tx.logged)
+        if tx.character_writes or tx.stacks:
+            self._characters.apply(tx.character_writes, tx.stacks)
 
     async def get(self, namespace: str, key: str) -> Any | None:
         return json_copy(self._data.get((namespace, key)))
@@ -337,27 +338,21 @@ class MemoryStore(ThroughTransactions):
             for k, v in self._data.items()
             if k[0] == namespace and isinstance(v, dict) and v.get("at", before) < before
         ]
-        async with self._commit:
-            for k in old:
-                self._data.pop(k, None)
+        for k in old:
+            self._data.pop(k, None)
         return len(old)
 
     async def set(self, namespace: str, key: str, value: Any) -> None:
-        copied = json_copy(value)
-        async with self._commit:
-            self._data[(namespace, key)] = copied
+        self._data[(namespace, key)] = json_copy(value)
 
     async def delete(self, namespace: str, key: str) -> None:
-        async with self._commit:
-            self._data.pop((namespace, key), None)
+        self._data.pop((namespace, key), None)
 
     async def keys(self, namespace: str, prefix: str = "") -> list[str]:
         return sorted(k for ns, k in self._data if ns == namespace and k.startswith(prefix))
 
     async def log_roll(self, record: RollRecord) -> None:
-        copied = _record_copy(record)
-        async with self._commit:
-            self._log.append(copied)
+        self._log.append(_record_copy(record))
 
     async def rolls(
         self,
