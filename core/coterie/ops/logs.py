@@ -56,8 +56,14 @@ TOKEN_PATTERNS = (
     re.compile(r"\bxapp-[A-Za-z0-9-]{8,}"),  # Slack app-level tokens
     re.compile(r"(?<![0-9])[0-9]{5,12}:[A-Za-z0-9_-]{30,}"),  # Telegram bot tokens
     re.compile(r"\bsy[tn]_[A-Za-z0-9_]{8,}"),  # Matrix (Synapse) access tokens
-    re.compile(r"(?i)\bbearer\s+[A-Za-z0-9._~+/-]{8,}=*"),
+    re.compile(r"\b(?i:bearer)\s+[A-Za-z0-9._~+/-]{8,}=*"),
 )
+#: every token pattern in one expression: a text is scanned once, not once per pattern
+TOKENS = re.compile("|".join(f"(?:{pattern.pattern})" for pattern in TOKEN_PATTERNS))
+#: texts up to this long are remembered with their redacted form (ids, command names and the
+#: like, logged with every message: the same few hundred strings all evening)
+MEMO_LENGTH = 120
+MEMO_SIZE = 4096
 #: ``scheme://user:password@host``: the password goes
 URL_PASSWORD = re.compile(r"(://[^:/?#@\s]*:)([^@/\s]+)(@)")
 
@@ -72,15 +78,26 @@ class Redactor:
         values = {s for s in secrets if s}
         # longest first, so a secret containing another is replaced whole
         self.secrets = sorted(values, key=len, reverse=True)
+        self._memo: dict[str, str] = {}
 
     def __call__(self, text: str) -> str:
+        short = len(text) <= MEMO_LENGTH
+        if short and (done := self._memo.get(text)) is not None:
+            return done
+        redacted = self._redact(text)
+        if short:
+            if len(self._memo) >= MEMO_SIZE:
+                self._memo.clear()
+            self._memo[text] = redacted
+        return redacted
+
+    def _redact(self, text: str) -> str:
         for secret in self.secrets:
             if secret in text:
                 text = text.replace(secret, REDACTED)
-        text = URL_PASSWORD.sub(rf"\g<1>{REDACTED}\g<3>", text)
-        for pattern in TOKEN_PATTERNS:
-            text = pattern.sub(REDACTED, text)
-        return text
+        if "://" in text:
+            text = URL_PASSWORD.sub(rf"\g<1>{REDACTED}\g<3>", text)
+        return TOKENS.sub(REDACTED, text)
 
     def value(self, value: Any) -> Any:
         """A log argument or extra field, redacted if it is (or shows as) text."""
