@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+from collections.abc import Callable
 from typing import Any
 
 from coterie.render.elements import (
@@ -40,38 +41,55 @@ _CONTAINER_TYPES = {name: kind for kind, name in _CONTAINERS.items()}
 
 def node_to_json(node: Node) -> dict[str, Any]:
     """One node as a JSON-compatible object."""
-    if isinstance(node, Text):
-        return {"t": "text", "text": node.text}
-    if isinstance(node, Code):
-        return {"t": "code", "text": node.text}
-    if isinstance(node, LineBreak):
-        return {"t": "br"}
-    if isinstance(node, Die):
-        return {
-            "t": "die",
-            "face": node.face,
-            "role": node.role.value,
-            "sides": node.sides,
-            "tags": sorted(node.tags),
-        }
-    if isinstance(node, Image):
-        return {
-            "t": "image",
-            "data": base64.b64encode(node.data).decode("ascii"),
-            "alt": node.alt,
-            "filename": node.filename,
-            "mime": node.mime,
-        }
-    if isinstance(node, Actions):
-        return {
-            "t": "actions",
-            "buttons": [{"label": b.label, "command": b.command} for b in node.buttons],
-        }
-    kind = _CONTAINERS.get(type(node))
-    if kind is None:
-        raise TypeError(f"not an element: {node!r}")
-    children = node.children
-    return {"t": kind, "children": nodes_to_json(children)}
+    write = _WRITERS.get(type(node))
+    if write is None:  # a subclass of an element is written as the element
+        write = next((_WRITERS[c] for c in type(node).__mro__ if c in _WRITERS), None)
+        if write is None:
+            raise TypeError(f"not an element: {node!r}")
+    return write(node)
+
+
+def _die(node: Die) -> dict[str, Any]:
+    tags = node.tags
+    return {
+        "t": "die",
+        "face": node.face,
+        "role": node.role.value,
+        "sides": node.sides,
+        "tags": sorted(tags) if tags else [],
+    }
+
+
+def _image(node: Image) -> dict[str, Any]:
+    return {
+        "t": "image",
+        "data": base64.b64encode(node.data).decode("ascii"),
+        "alt": node.alt,
+        "filename": node.filename,
+        "mime": node.mime,
+    }
+
+
+def _container(kind: str) -> Callable[[Any], dict[str, Any]]:
+    def write(node: Any) -> dict[str, Any]:
+        return {"t": kind, "children": nodes_to_json(node.children)}
+
+    return write
+
+
+#: how each element type is written, by exact type (one look-up per node, not a chain of checks)
+_WRITERS: dict[type, Callable[[Any], dict[str, Any]]] = {
+    Text: lambda node: {"t": "text", "text": node.text},
+    Code: lambda node: {"t": "code", "text": node.text},
+    LineBreak: lambda node: {"t": "br"},
+    Die: _die,
+    Image: _image,
+    Actions: lambda node: {
+        "t": "actions",
+        "buttons": [{"label": b.label, "command": b.command} for b in node.buttons],
+    },
+    **{cls: _container(kind) for cls, kind in _CONTAINERS.items()},
+}
 
 
 def nodes_to_json(nodes: Any) -> list[dict[str, Any]]:
