@@ -11,6 +11,9 @@ def entry() -> int:
     """The ``coterie`` console script: :func:`coterie.ops.cli.main`, Ctrl-C during its import
     included."""
     try:
+        from coterie.ops.interrupts import install
+
+        install()  # a Ctrl-C Python cannot raise (in a finalizer) is still heard
         from coterie.ops.cli import main
     except KeyboardInterrupt:
         sys.stderr.write("coterie: interrupted, stopped cleanly\n")

@@ -10,6 +10,8 @@ import signal
 import sys
 from typing import TYPE_CHECKING, Any
 
+from coterie.ops.interrupts import pending
+
 if TYPE_CHECKING:
     from coterie.framework.config import Config
 
@@ -26,10 +28,13 @@ def until_interrupted(main: Any) -> int:
 
     The line is written whenever SIGINT arrived, even when something on the way (a start-up step
     that outlives a cancellation) swallowed it and ``main()`` then ended on its own."""
-    interrupted = False
+    interrupted = pending()  # a Ctrl-C Python could not raise during the start
 
     async def watched() -> None:
         nonlocal interrupted
+        if interrupted or pending():
+            interrupted = True
+            return
         task = asyncio.current_task()
 
         def on_sigint() -> None:
@@ -46,11 +51,12 @@ def until_interrupted(main: Any) -> int:
             if not interrupted:
                 raise
 
-    try:
-        asyncio.run(watched())
-    except KeyboardInterrupt:
-        interrupted = True
-    if interrupted:
+    if not interrupted:
+        try:
+            asyncio.run(watched())
+        except KeyboardInterrupt:
+            interrupted = True
+    if interrupted or pending():
         sys.stderr.write("coterie: interrupted, stopped cleanly\n")
     return 0
 
