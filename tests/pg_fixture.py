@@ -3,6 +3,8 @@
 * ``postgres`` is the session-wide throwaway PostgreSQL (:class:`pg.Postgres`, started on first
   use); ``pg_url`` a fresh, empty database on it for one test. Missing server binaries make these
   fixtures fail, not skip: the PostgreSQL path is part of ``make test``.
+* ``migrated_store`` is each kind of store in turn (memory, SQLite, PostgreSQL), the SQL ones
+  migrated to the newest schema; a test module takes it as its ``store``.
 * Every test starts with ``COTERIE_DATABASE_URL=memory://`` (autouse), inherited by the CLI
   subprocesses it starts: ``coterie chat``/``run`` in a test never writes a database under the
   repository's ``data_dir`` that a later test (or run) would read. A test of persistence sets
@@ -12,11 +14,15 @@
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 
 import pytest
 
 from coterie.framework.config import DATABASE_URL_ENV
+from coterie.storage.migrate import upgrade
+from coterie.storage.sql import SQLStore
+from coterie.storage.state import MemoryStore, StateStore
 from pg import Postgres, PostgresMissing, running_postgres
 
 _numbers = itertools.count(1)
@@ -40,3 +46,23 @@ def pg_url(postgres: Postgres) -> str:
 @pytest.fixture(autouse=True)
 def _state_in_memory(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(DATABASE_URL_ENV, "memory://")
+
+
+@pytest.fixture(params=["memory", "sqlite", "postgresql"])
+async def migrated_store(
+    request: pytest.FixtureRequest, tmp_path: Path
+) -> AsyncIterator[StateStore]:
+    """Each kind of store in turn, the SQL ones at the newest schema."""
+    made: StateStore
+    if request.param == "memory":
+        made = MemoryStore()
+    else:
+        url = (
+            f"sqlite+aiosqlite:///{tmp_path / 'state.db'}"
+            if request.param == "sqlite"
+            else request.getfixturevalue("pg_url")
+        )
+        await upgrade(url)
+        made = SQLStore(url)
+    yield made
+    await made.close()

@@ -6,16 +6,12 @@ of issue 19 still hold: of two workers racing for one delivery, one answers."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from coterie.storage.deferred import DeferredWrites
 from coterie.storage.joining import join_next_transaction
-from coterie.storage.migrate import upgrade
-from coterie.storage.sql import SQLStore
 from coterie.storage.state import AmbientStore, MemoryStore, StateStore
 from coterie_slack.dedup import BUSY, DONE, NAMESPACE, NEW, ClaimLost, RecentDeliveries
 from coterie_telegram.records import ClaimLost as UpdateClaimLost
@@ -24,21 +20,10 @@ from coterie_telegram.records import SeenIds
 NS = "test.marks"
 
 
-@pytest.fixture(params=["memory", "sqlite", "postgresql"])
-async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[StateStore]:
-    made: StateStore
-    if request.param == "memory":
-        made = MemoryStore()
-    else:
-        url = (
-            f"sqlite+aiosqlite:///{tmp_path / 'state.db'}"
-            if request.param == "sqlite"
-            else request.getfixturevalue("pg_url")
-        )
-        await upgrade(url)
-        made = SQLStore(url)
-    yield made
-    await made.close()
+@pytest.fixture
+def store(migrated_store: StateStore) -> StateStore:
+    """Each kind of store in turn (``pg_fixture.migrated_store``)."""
+    return migrated_store
 
 
 # --- deferred writes -------------------------------------------------------------------------

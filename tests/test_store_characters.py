@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -25,21 +24,10 @@ from coterie.storage.sql import SCHEMA_HEAD, SQLStore
 from coterie.storage.state import AmbientStore, MemoryStore, StateStore
 
 
-@pytest.fixture(params=["memory", "sqlite", "postgresql"])
-async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[StateStore]:
-    made: StateStore
-    if request.param == "memory":
-        made = MemoryStore()
-    else:
-        url = (
-            f"sqlite+aiosqlite:///{tmp_path / 'state.db'}"
-            if request.param == "sqlite"
-            else request.getfixturevalue("pg_url")
-        )
-        await upgrade(url)
-        made = SQLStore(url)
-    yield made
-    await made.close()
+@pytest.fixture
+def store(migrated_store: StateStore) -> StateStore:
+    """Each kind of store in turn (``pg_fixture.migrated_store``)."""
+    return migrated_store
 
 
 def sheet(name: str, **more: Any) -> dict[str, Any]:
