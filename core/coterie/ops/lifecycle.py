@@ -28,12 +28,11 @@ def until_interrupted(main: Any) -> int:
 
     The line is written whenever SIGINT arrived, even when something on the way (a start-up step
     that outlives a cancellation) swallowed it and ``main()`` then ended on its own."""
-    interrupted = pending()  # a Ctrl-C Python could not raise during the start
+    interrupted = False
 
     async def watched() -> None:
         nonlocal interrupted
-        if interrupted or pending():
-            interrupted = True
+        if pending():  # a Ctrl-C Python could not raise during the start: do not start
             return
         task = asyncio.current_task()
 
@@ -51,11 +50,10 @@ def until_interrupted(main: Any) -> int:
             if not interrupted:
                 raise
 
-    if not interrupted:
-        try:
-            asyncio.run(watched())
-        except KeyboardInterrupt:
-            interrupted = True
+    try:
+        asyncio.run(watched())
+    except KeyboardInterrupt:
+        interrupted = True
     if interrupted or pending():
         sys.stderr.write("coterie: interrupted, stopped cleanly\n")
     return 0
