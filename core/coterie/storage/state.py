@@ -20,8 +20,6 @@ import contextvars
 import copy
 import json
 import time
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -393,20 +391,11 @@ class AmbientStore:
     def _target(self) -> Any:
         return self._current() or self.store
 
-    @asynccontextmanager
-    async def transaction(self, lock: str = "") -> AsyncIterator[Any]:
-        outer = self._current()
-        if outer is not None:
-            yield outer
-            return
-        async with self.store.transaction(lock) as tx:
-            token = _active.set((self.store, tx))
-            try:
-                joiner = await joined(tx)  # an adapter's claim (coterie.storage.joining)
-                yield tx
-            finally:
-                _active.reset(token)
-        landed(joiner)
+    def transaction(self, lock: str = "") -> Any:
+        """The command's transaction (an ``async with``): the current one if this task is
+        inside one already, else a new transaction of the store that this task's reads and
+        writes join."""
+        return _AmbientScope(self.store, lock)
 
     async def get(self, namespace: str, key: str) -> Any | None:
         return await self._target().get(namespace, key)
@@ -493,3 +482,40 @@ class RoomState:
 
     async def keys(self, prefix: str = "") -> list[str]:
         return await self._store.keys(self._namespace, prefix)
+
+
+class _AmbientScope:
+    """:meth:`AmbientStore.transaction` (a class, not a generator: every command opens one)."""
+
+    __slots__ = ("_joiner", "_lock", "_scope", "_store", "_token")
+
+    def __init__(self, store: StateStore, lock: str) -> None:
+        self._store, self._lock = store, lock
+        self._scope: Any = None
+
+    async def __aenter__(self) -> Any:
+        active = _active.get()
+        if active is not None and active[0] is self._store:
+            return active[1]  # the outer transaction (``_scope`` stays None)
+        scope = self._store.transaction(self._lock)
+        tx = await scope.__aenter__()
+        self._scope = scope
+        self._token = _active.set((self._store, tx))
+        try:
+            self._joiner = await joined(tx)  # an adapter's claim (coterie.storage.joining)
+        except BaseException as error:
+            _active.reset(self._token)
+            self._scope = None
+            await scope.__aexit__(type(error), error, error.__traceback__)
+            raise
+        return tx
+
+    async def __aexit__(self, kind: Any, error: Any, trace: Any) -> bool:
+        scope = self._scope
+        if scope is None:
+            return False
+        _active.reset(self._token)
+        suppressed = bool(await scope.__aexit__(kind, error, trace))
+        if kind is None or suppressed:  # committed
+            landed(self._joiner)
+        return suppressed
