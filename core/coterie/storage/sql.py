@@ -63,12 +63,13 @@ from coterie.storage.postgres import (
     pg_literal,
 )
 from coterie.storage.rows import RETRY_ATTEMPTS as RETRY_ATTEMPTS
-from coterie.storage.rows import T, atomically, roll_row
+from coterie.storage.rows import T, atomically, is_busy, roll_row
 from coterie.storage.rows import is_retryable as is_retryable
 from coterie.storage.sql_characters import SQLCharacterReads
 from coterie.storage.sqlite import (
     CHECKPOINT_EVERY,
     LiteTransaction,
+    RememberedValues,
     connect_sqlite,
     lite_keys,
     roll_record,
@@ -83,6 +84,8 @@ MIGRATION_LOCK = "coterie.migrations"
 #: the newest migration in ``coterie/migrations/versions`` (a test checks it is Alembic's head):
 #: start-up compares a SQLite database's ``alembic_version`` with it before importing Alembic
 SCHEMA_HEAD = "0002"
+
+_SELECT_VALUE = "SELECT value FROM kv WHERE namespace = ? AND key = ?"
 
 
 #: the SQLite stores whose write transaction the current task is inside (to refuse a nested
@@ -136,6 +139,7 @@ class SQLStore(SQLCharacterReads):
         self._checkpointer: sqlite3.Connection | None = None
         self._checkpoint: asyncio.Future[None] | None = None
         self._commits = 0
+        self._values = RememberedValues()  # SQLite: values read, kept while the file is unchanged
         self._room_locks: dict[str, asyncio.Lock] = {}
         self._write_lock = asyncio.Lock()  # SQLite only: one writer at a time anyway
 
@@ -188,34 +192,18 @@ class SQLStore(SQLCharacterReads):
         self._checkpoint = future
         future.add_done_callback(lambda _: setattr(self, "_checkpoint", None))
 
-    @asynccontextmanager
-    async def _lite_transaction(self) -> AsyncIterator[LiteTransaction]:
+    def _lite_transaction(self) -> _LiteScope:
         if id(self) in _writing.get():
             raise RuntimeError(
                 "a SQLite store cannot open a transaction (or write with store.set/...) "
                 "inside another of its transactions: use the transaction's own methods"
             )
-        async with self._write_lock:
-            db = self._lite()
-            await when_free(lambda: db.execute("BEGIN IMMEDIATE"), "BEGIN IMMEDIATE")
-            token = _writing.set(_writing.get() | {id(self)})
-            try:
-                yield LiteTransaction(db)
-            except BaseException as error:
-                log.debug("transaction rolled back: %r", error)
-                if db.in_transaction:
-                    db.execute("ROLLBACK")
-                raise
-            else:
-                try:
-                    db.execute("COMMIT")
-                except BaseException:
-                    if db.in_transaction:
-                        db.execute("ROLLBACK")
-                    raise
-                self._checkpoint_soon()
-            finally:
-                _writing.reset(token)
+        return _LiteScope(self)
+
+    async def _read_value(self, namespace: str, key: str) -> str | None:
+        """The stored text of one value, read afresh (waiting while the file is locked)."""
+        found = await self._read(lambda db: db.execute(_SELECT_VALUE, (namespace, key)).fetchone())
+        return None if found is None else str(found[0])
 
     async def _read(self, work: Callable[[sqlite3.Connection], T]) -> T:
         """``work`` on a connection outside any transaction: the writing one while no
@@ -364,12 +352,19 @@ class SQLStore(SQLCharacterReads):
 
     async def get(self, namespace: str, key: str) -> Any | None:
         if self.path is not None:
-            found = await self._read(
-                lambda db: db.execute(
-                    "SELECT value FROM kv WHERE namespace = ? AND key = ?", (namespace, key)
-                ).fetchone()
-            )
-            return None if found is None else json.loads(found[0])
+            writer = self._writer
+            if writer is not None and not self._write_lock.locked() and not writer.in_transaction:
+                # through the writing connection, remembered while the file is unchanged (every
+                # message reads its room's settings)
+                try:
+                    text = self._values.read(writer, namespace, key)
+                except sqlite3.OperationalError as error:
+                    if not is_busy(error):
+                        raise
+                    text = await self._read_value(namespace, key)
+            else:
+                text = await self._read_value(namespace, key)
+            return None if text is None else json.loads(text)
         value = await self._cached(
             (namespace, key), "SELECT value FROM kv WHERE namespace = $1 AND key = $2"
         )
@@ -490,3 +485,53 @@ class SQLStore(SQLCharacterReads):
             await conn.close()
         if self._engine is not None:
             await self._engine.dispose()
+
+
+class _LiteScope:
+    """One SQLite write transaction as an ``async with`` (a class, not a generator: every
+    command opens one): the store's write lock, ``BEGIN IMMEDIATE`` (waiting in the event loop
+    while another process holds SQLite's lock), then ``COMMIT`` on a clean exit, else
+    ``ROLLBACK``."""
+
+    __slots__ = ("_db", "_store", "_token")
+
+    def __init__(self, store: SQLStore) -> None:
+        self._store = store
+
+    async def __aenter__(self) -> LiteTransaction:
+        store = self._store
+        lock = store._write_lock
+        await lock.acquire()
+        try:
+            db = store._lite()
+            try:
+                db.execute("BEGIN IMMEDIATE")
+            except sqlite3.OperationalError as error:
+                if not is_busy(error):
+                    raise
+                await when_free(lambda: db.execute("BEGIN IMMEDIATE"), "BEGIN IMMEDIATE")
+        except BaseException:
+            lock.release()
+            raise
+        self._db = db
+        self._token = _writing.set(_writing.get() | {id(store)})
+        return LiteTransaction(db, store._values.values)
+
+    async def __aexit__(self, kind: object, error: object, trace: object) -> None:
+        db = self._db
+        try:
+            if kind is not None:
+                log.debug("transaction rolled back: %r", error)
+                if db.in_transaction:
+                    db.execute("ROLLBACK")
+                return
+            try:
+                db.execute("COMMIT")
+            except BaseException:
+                if db.in_transaction:
+                    db.execute("ROLLBACK")
+                raise
+            self._store._checkpoint_soon()
+        finally:
+            _writing.reset(self._token)
+            self._store._write_lock.release()
