@@ -32,7 +32,6 @@ every logged roll of the block.
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import json
 import logging
 import sqlite3
@@ -68,13 +67,14 @@ from coterie.storage.rows import is_retryable as is_retryable
 from coterie.storage.sql_characters import SQLCharacterReads
 from coterie.storage.sqlite import (
     CHECKPOINT_EVERY,
-    LiteTransaction,
+    LiteScope,
     RememberedValues,
     connect_sqlite,
     lite_keys,
     roll_record,
     select_lite_rolls,
     when_free,
+    writing,
 )
 
 log = logging.getLogger(__name__)
@@ -86,13 +86,6 @@ MIGRATION_LOCK = "coterie.migrations"
 SCHEMA_HEAD = "0002"
 
 _SELECT_VALUE = "SELECT value FROM kv WHERE namespace = ? AND key = ?"
-
-
-#: the SQLite stores whose write transaction the current task is inside (to refuse a nested
-#: write, which would otherwise wait for itself)
-_writing: contextvars.ContextVar[frozenset[int]] = contextvars.ContextVar(
-    "coterie_sqlstore_writing", default=frozenset()
-)
 
 
 def __getattr__(name: str) -> Any:
@@ -192,13 +185,13 @@ class SQLStore(SQLCharacterReads):
         self._checkpoint = future
         future.add_done_callback(lambda _: setattr(self, "_checkpoint", None))
 
-    def _lite_transaction(self) -> _LiteScope:
-        if id(self) in _writing.get():
+    def _lite_transaction(self) -> LiteScope:
+        if id(self) in writing.get():
             raise RuntimeError(
                 "a SQLite store cannot open a transaction (or write with store.set/...) "
                 "inside another of its transactions: use the transaction's own methods"
             )
-        return _LiteScope(self)
+        return LiteScope(self)
 
     async def _read_value(self, namespace: str, key: str) -> str | None:
         """The stored text of one value, read afresh (waiting while the file is locked)."""
@@ -485,53 +478,3 @@ class SQLStore(SQLCharacterReads):
             await conn.close()
         if self._engine is not None:
             await self._engine.dispose()
-
-
-class _LiteScope:
-    """One SQLite write transaction as an ``async with`` (a class, not a generator: every
-    command opens one): the store's write lock, ``BEGIN IMMEDIATE`` (waiting in the event loop
-    while another process holds SQLite's lock), then ``COMMIT`` on a clean exit, else
-    ``ROLLBACK``."""
-
-    __slots__ = ("_db", "_store", "_token")
-
-    def __init__(self, store: SQLStore) -> None:
-        self._store = store
-
-    async def __aenter__(self) -> LiteTransaction:
-        store = self._store
-        lock = store._write_lock
-        await lock.acquire()
-        try:
-            db = store._lite()
-            try:
-                db.execute("BEGIN IMMEDIATE")
-            except sqlite3.OperationalError as error:
-                if not is_busy(error):
-                    raise
-                await when_free(lambda: db.execute("BEGIN IMMEDIATE"), "BEGIN IMMEDIATE")
-        except BaseException:
-            lock.release()
-            raise
-        self._db = db
-        self._token = _writing.set(_writing.get() | {id(store)})
-        return LiteTransaction(db, store._values.values)
-
-    async def __aexit__(self, kind: object, error: object, trace: object) -> None:
-        db = self._db
-        try:
-            if kind is not None:
-                log.debug("transaction rolled back: %r", error)
-                if db.in_transaction:
-                    db.execute("ROLLBACK")
-                return
-            try:
-                db.execute("COMMIT")
-            except BaseException:
-                if db.in_transaction:
-                    db.execute("ROLLBACK")
-                raise
-            self._store._checkpoint_soon()
-        finally:
-            _writing.reset(self._token)
-            self._store._write_lock.release()

@@ -5,6 +5,7 @@ statements, the connections, the transaction and the wait for another process's 
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import json
 import logging
 import sqlite3
@@ -17,12 +18,21 @@ from coterie.storage.character_rows import UNDO_DEPTH, Character, parse_sheet
 from coterie.storage.state import RollRecord
 
 if TYPE_CHECKING:
-    pass
+    from coterie.storage.sql import SQLStore
 
 
 from coterie.storage.rows import ROLL_FIELDS, T, dumps_json, is_busy, roll_row
 
 log = logging.getLogger("coterie.storage.sql")
+
+#: the SQLite stores whose write transaction the current task is inside (to refuse a nested
+#: write, which would otherwise wait for itself)
+writing: contextvars.ContextVar[frozenset[int]] = contextvars.ContextVar(
+    "coterie_sqlstore_writing", default=frozenset()
+)
+
+#: the SQLite stores whose write transaction the current task is inside (to refuse a nested
+#: write, which would otherwise wait for itself)
 
 #: how long a SQLite writer waits for another process's write lock before failing
 SQLITE_BUSY_TIMEOUT_MS = 30_000
@@ -293,3 +303,53 @@ def lite_keys(db: sqlite3.Connection, namespace: str, prefix: str) -> list[str]:
         (namespace, len(prefix), prefix),
     )
     return sorted(k for (k,) in found if k.startswith(prefix))
+
+
+class LiteScope:
+    """One SQLite write transaction as an ``async with`` (a class, not a generator: every
+    command opens one): the store's write lock, ``BEGIN IMMEDIATE`` (waiting in the event loop
+    while another process holds SQLite's lock), then ``COMMIT`` on a clean exit, else
+    ``ROLLBACK``."""
+
+    __slots__ = ("_db", "_store", "_token")
+
+    def __init__(self, store: SQLStore) -> None:  # (its SQLite parts)
+        self._store = store
+
+    async def __aenter__(self) -> LiteTransaction:
+        store = self._store
+        lock = store._write_lock
+        await lock.acquire()
+        try:
+            db = store._lite()
+            try:
+                db.execute("BEGIN IMMEDIATE")
+            except sqlite3.OperationalError as error:
+                if not is_busy(error):
+                    raise
+                await when_free(lambda: db.execute("BEGIN IMMEDIATE"), "BEGIN IMMEDIATE")
+        except BaseException:
+            lock.release()
+            raise
+        self._db = db
+        self._token = writing.set(writing.get() | {id(store)})
+        return LiteTransaction(db, store._values.values)
+
+    async def __aexit__(self, kind: object, error: object, trace: object) -> None:
+        db = self._db
+        try:
+            if kind is not None:
+                log.debug("transaction rolled back: %r", error)
+                if db.in_transaction:
+                    db.execute("ROLLBACK")
+                return
+            try:
+                db.execute("COMMIT")
+            except BaseException:
+                if db.in_transaction:
+                    db.execute("ROLLBACK")
+                raise
+            self._store._checkpoint_soon()
+        finally:
+            writing.reset(self._token)
+            self._store._write_lock.release()
