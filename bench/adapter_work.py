@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import cProfile
 import itertools
 import json
@@ -22,7 +23,7 @@ import sqlite3
 import subprocess
 import sys
 import tempfile
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -63,8 +64,11 @@ def _counting(self: SQLStore, reader: bool = False) -> sqlite3.Connection:
 SQLStore._lite = _counting  # type: ignore[method-assign]
 
 
-async def in_flight(send: Callable[[int], Awaitable[None]], count: int) -> None:
-    gate = asyncio.Semaphore(IN_FLIGHT)
+async def in_flight(
+    send: Callable[[int], Awaitable[None]], count: int, width: int = IN_FLIGHT
+) -> None:
+    """``send(k)`` for ``k`` in ``range(count)``, ``width`` at a time."""
+    gate = asyncio.Semaphore(width)
 
     async def one(k: int) -> None:
         async with gate:
@@ -94,7 +98,14 @@ async def counted(
     return {"transactions": BEGUN[0] / count, "calls": calls / count}
 
 
-async def slack(tmp: Path, count: int) -> dict[str, float]:
+#: what a sender gives: send message K; wait until every reply and mark is out; replies so far
+Sender = tuple[Callable[[int], Awaitable[None]], Callable[[], Awaitable[None]], Callable[[], int]]
+
+
+@contextlib.asynccontextmanager
+async def slack_sender(url: str) -> AsyncIterator[Sender]:
+    """Signed ``!roll 7 6 # K`` message events POSTed to the Slack adapter in HTTP mode (its
+    state at ``url``, migrated), replies recorded by the fake Web API."""
     from coterie_slack import SlackAdapter
     from slack_fake import (
         ENV,
@@ -107,7 +118,6 @@ async def slack(tmp: Path, count: int) -> dict[str, float]:
     )
     from slack_fake import settle as settled
 
-    url = f"sqlite+aiosqlite:///{tmp / 'slack.db'}"
     await upgrade(url)
     async with FakeSlack() as fake, aiohttp.ClientSession() as session:
         adapter = SlackAdapter(make_core(None, limits=NO_LIMITS), settings_for(fake), environ=ENV)
@@ -119,20 +129,21 @@ async def slack(tmp: Path, count: int) -> dict[str, float]:
                 status, _ = await post_event(session, running, event)
                 assert status == 200, status
 
-            return await counted(
+            yield (
                 send,
-                count,
                 lambda: settled(running),
                 lambda: len(fake.ok_calls("chat.postMessage")),
             )
 
 
-async def telegram(tmp: Path, count: int) -> dict[str, float]:
+@contextlib.asynccontextmanager
+async def telegram_sender(url: str) -> AsyncIterator[Sender]:
+    """``!roll 7 6 # K`` updates POSTed to the Telegram adapter's webhook (its state at ``url``,
+    migrated), replies recorded by the fake Bot API."""
     from telegram_fake import SECRET_HEADER, WEBHOOK_SECRET, FakeTelegram, make_adapter, make_core
     from telegram_fake import serving as served
     from telegram_fake import settle as settled
 
-    url = f"sqlite+aiosqlite:///{tmp / 'telegram.db'}"
     await upgrade(url)
     public = "https://coterie.example/hook"
     async with FakeTelegram() as fake, aiohttp.ClientSession() as session:
@@ -163,7 +174,17 @@ async def telegram(tmp: Path, count: int) -> dict[str, float]:
                 async with session.post(hook, data=json.dumps(update), headers=headers) as reply:
                     assert reply.status == 200, reply.status
 
-            return await counted(send, count, lambda: settled(running), lambda: len(fake.sent()))
+            yield send, lambda: settled(running), lambda: len(fake.sent())
+
+
+async def slack(tmp: Path, count: int) -> dict[str, float]:
+    async with slack_sender(f"sqlite+aiosqlite:///{tmp / 'slack.db'}") as sender:
+        return await counted(sender[0], count, sender[1], sender[2])
+
+
+async def telegram(tmp: Path, count: int) -> dict[str, float]:
+    async with telegram_sender(f"sqlite+aiosqlite:///{tmp / 'telegram.db'}") as sender:
+        return await counted(sender[0], count, sender[1], sender[2])
 
 
 def measure(adapter: str, count: int) -> dict[str, float]:

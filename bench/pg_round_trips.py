@@ -4,6 +4,11 @@ the store counted (asyncpg's ``fetch``/``fetchval``/``fetchrow``/``execute``: on
 each). Issue 18's target: one where it can, never more than two. The median latency per message
 is printed beside the same messages on SQLite and on the memory store.
 
+Then the same through the adapters a worker runs, where each delivery is also claimed (so that
+two deliveries of one event are answered once) and marked answered once its reply is out: signed
+Slack message events over HTTP and Telegram webhook updates, against the recording fakes of
+``tests/`` on loopback, one message at a time and 16 in flight.
+
 Run: .venv/bin/python bench/pg_round_trips.py [--messages N]
 """
 
@@ -92,6 +97,27 @@ async def main(url: str, folder: str, count: int) -> None:
         f"ratio PostgreSQL / memory store: {pg_time / memory_time:.1f}x; "
         f"SQLite / memory store: {lite_time / memory_time:.2f}x"
     )
+    await through_adapters(url, count)
+
+
+async def through_adapters(url: str, count: int) -> None:
+    """Round trips per message through the Slack HTTP adapter and the Telegram webhook."""
+    import adapter_work
+
+    senders = (("slack", adapter_work.slack_sender), ("telegram", adapter_work.telegram_sender))
+    for name, sender in senders:
+        async with sender(url) as (send, settle, _):
+            for in_flight in (1, 16):
+                await adapter_work.in_flight(send, 20, in_flight)
+                await settle()
+                before = TRIPS["n"]
+                await adapter_work.in_flight(send, count, in_flight)
+                await settle()  # the last answered marks included
+                trips = (TRIPS["n"] - before) / count
+                print(
+                    f"through the {name} adapter, {in_flight:2d} in flight: "
+                    f"{trips:.2f} round trips per message (claim and answered mark included)"
+                )
 
 
 if __name__ == "__main__":

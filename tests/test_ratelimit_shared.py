@@ -115,3 +115,44 @@ async def test_an_unreachable_store_falls_back_to_limiting_in_this_process() -> 
         await store.close()
     assert [v.allowed for v in verdicts] == [True, True, False, False]
     assert [v.warn for v in verdicts[2:]] == [True, False]
+
+
+async def test_shared_rows_take_two_round_trips_and_lose_no_update(
+    pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The rows locked and read in one round trip, written and unlocked in the next; many
+    updates at once from two stores (each with its own connections) lose none."""
+    from asyncpg.connection import Connection  # type: ignore[import-untyped]
+
+    from coterie.storage.shared import update_rows
+
+    await upgrade(pg_url)
+    first, second = SQLStore(pg_url), SQLStore(pg_url)
+    trips = {"n": 0}
+    for name in ("fetch", "fetchval", "fetchrow", "execute"):
+        real = getattr(Connection, name)
+
+        async def call(
+            self: object, *args: object, real: object = real, **kwargs: object
+        ) -> object:
+            trips["n"] += 1
+            return await real(self, *args, **kwargs)  # type: ignore[operator]
+
+        monkeypatch.setattr(Connection, name, call)
+
+    def add(rows: dict[str, object]) -> tuple[dict[str, object], None]:
+        return {k: int(rows.get(k, 0)) + 1 for k in ("a", "b")}, None  # type: ignore[call-overload]
+
+    try:
+        await update_rows(first, "counts", ["b", "a"], add)  # (connections opened)
+        await update_rows(second, "counts", ["a", "b"], add)
+        before = trips["n"]
+        await update_rows(first, "counts", ["a", "b"], add)
+        assert trips["n"] - before == 2
+        await asyncio.gather(
+            *(update_rows(store, "counts", ["a", "b"], add) for store in (first, second) * 20)
+        )
+        assert await first.get("counts", "a") == await first.get("counts", "b") == 43
+    finally:
+        await first.close()
+        await second.close()

@@ -34,11 +34,14 @@ ACTIVE_NS = "\x1dcharacter"
 SELECT_ACTIVE = (
     "SELECT key || chr(31) || sheet FROM characters WHERE chronicle = $1 AND owner = $2 AND active"
 )
-#: a function each connection creates for itself (in its temporary schema, so no migration is
-#: involved): take the session-level advisory lock of ``lock_key`` (none for ``''``), then read
-#: the given keys — ``kv`` values, and the active characters asked for under
-#: :data:`ACTIVE_NS`. A VOLATILE PL/pgSQL function takes a fresh snapshot for each query, so the
-#: read sees everything committed before the lock was granted.
+#: functions each connection creates for itself (in its temporary schema, so no migration is
+#: involved). ``coterie_lock_read``: take the session-level advisory lock of ``lock_key`` (none
+#: for ``''``), then read the given keys — ``kv`` values, and the active characters asked for
+#: under :data:`ACTIVE_NS`. ``coterie_lock_rows``: take the advisory locks of several names, in
+#: the order of the names (so two callers never wait for each other in a cycle), then read the
+#: given keys of one namespace (:mod:`coterie.storage.shared`). A VOLATILE PL/pgSQL function takes
+#: a fresh snapshot for each query, so the read sees everything committed before the lock was
+#: granted.
 PG_SETUP = """
 CREATE OR REPLACE FUNCTION pg_temp.coterie_lock_read(
     lock_class integer, lock_key text, namespaces text[], keys text[]
@@ -55,6 +58,18 @@ BEGIN
         ON wanted.ns = chr(29) || 'character'
         AND c.chronicle = split_part(wanted.k, chr(31), 1)
         AND c.owner = split_part(wanted.k, chr(31), 2) AND c.active;
+END
+$body$;
+CREATE OR REPLACE FUNCTION pg_temp.coterie_lock_rows(
+    lock_class integer, locks text[], space text, keys text[]
+) RETURNS TABLE (key text, value text) LANGUAGE plpgsql VOLATILE AS $body$
+DECLARE
+    name text;
+BEGIN
+    FOR name IN SELECT DISTINCT unnest(locks) ORDER BY 1 LOOP
+        PERFORM pg_advisory_lock(lock_class, hashtext(name));
+    END LOOP;
+    RETURN QUERY SELECT kv.key, kv.value FROM kv WHERE kv.namespace = space AND kv.key = ANY(keys);
 END
 $body$
 """
