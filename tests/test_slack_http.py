@@ -689,6 +689,38 @@ async def test_a_flood_of_unsigned_requests_logs_no_bodies(fake, session, caplog
     assert fake.ok_calls("chat.postMessage") == []
 
 
+@pytest.mark.parametrize("level", [logging.INFO, logging.DEBUG])
+async def test_the_slack_libraries_build_debug_lines_only_when_they_are_logged(
+    fake, session, caplog, level
+):
+    """slack-sdk formats a whole request and response for a debug line when its logger's own
+    level (not the effective one) allows DEBUG: the adapter's loggers carry the process's level,
+    so at INFO no Web API call asks for one, and at DEBUG they are still logged."""
+    caplog.set_level(level)
+    web = logging.getLogger("coterie.slack.web")
+    asked: list[str] = []
+    debug = web.debug
+
+    def counting(msg: object, *args: Any, **kwargs: Any) -> None:
+        asked.append(str(msg))
+        debug(msg, *args, **kwargs)
+
+    web.debug = counting  # type: ignore[method-assign]
+    try:
+        async with serving(adapter_for(fake)) as adapter:
+            assert await post_event(session, adapter, message_event("!roll 2")) == (200, "")
+            await settle(adapter)
+    finally:
+        del web.debug
+    assert len(fake.ok_calls("chat.postMessage")) == 1
+    logged = [r.getMessage() for r in caplog.records if r.name == "coterie.slack.web"]
+    if level == logging.INFO:
+        assert asked == [] and logged == []
+    else:
+        assert any(line.startswith("Sending a request") for line in asked)
+        assert any(line.startswith("Sending a request") for line in logged)
+
+
 @pytest.mark.parametrize(
     ("body", "content_type"),
     [

@@ -126,6 +126,29 @@ def quiet_slack_loggers() -> None:
             logger.addFilter(QuietBodies())
 
 
+#: the levels :func:`level_slack_loggers` gave, by logger name (a level set otherwise is kept)
+_LEVELS_SET: dict[str, int] = {}
+
+
+def level_slack_loggers() -> None:
+    """Give the loggers handed to the Slack libraries the level records are logged at now.
+
+    slack-sdk and slack-bolt decide whether to build a debug line by the level of the logger
+    itself (``logger.level <= DEBUG``), not its effective level: a logger without a level of its
+    own (``NOTSET``, 0) passes, so every Web API call formatted its request and the whole
+    response, and every Bolt request a line per middleware, for records that were then dropped.
+    With the effective level set on the logger itself the same records are logged, and the lines
+    nobody logs are not built. Call before the Bolt app is built (its loggers copy the level)."""
+    for name in SLACK_LOGGERS:
+        logger = logging.getLogger(name)
+        if logger.level not in (logging.NOTSET, _LEVELS_SET.get(name)):
+            continue  # set by someone else (a test, an operator's logging config): theirs
+        logger.setLevel(logging.NOTSET)
+        level = logger.getEffectiveLevel()
+        logger.setLevel(level)
+        _LEVELS_SET[name] = level
+
+
 def is_user_message(event: Mapping[str, Any]) -> bool:
     """A message a person wrote: not a bot's (this one's included), not an edit, deletion,
     join notice or other subtype, not hidden."""
@@ -337,6 +360,7 @@ class SlackBot:
         self.settings = settings
         self.credentials = credentials
         _quiet_reconnects()
+        level_slack_loggers()
         self.client = AsyncWebClient(
             token=credentials.bot_token,
             base_url=settings.api_url,
@@ -357,7 +381,9 @@ class SlackBot:
 
     def _build(self) -> AsyncApp:
         bolt = AsyncApp(
-            name="coterie",
+            # Bolt names the logger it gives listeners after the app, and configures it from
+            # ``logger`` on every request: named after that logger, it leaves others alone
+            name="coterie.slack.bolt",
             client=self.client,
             signing_secret=self.credentials.signing_secret or "",
             # Socket Mode payloads are not signed; HTTP requests are, and :meth:`dispatch_http`
