@@ -165,6 +165,7 @@ IGNORED = [
     pytest.param({"bot_id": "B0OTHER", "subtype": "bot_message", "user": None}, id="bot-message"),
     pytest.param({"bot_id": "B0OTHER"}, id="other-bot-with-user"),
     pytest.param({"user": BOT_USER, "bot_id": BOT_ID}, id="own-message"),
+    pytest.param({"user": BOT_USER}, id="own-user-without-bot-id"),
     pytest.param({"subtype": "message_changed"}, id="edit"),
     pytest.param({"edited": {"user": LYNN, "ts": "1690000000.1"}}, id="edited-flag"),
     pytest.param({"subtype": "message_deleted"}, id="deletion"),
@@ -176,10 +177,13 @@ IGNORED = [
 @pytest.mark.parametrize("fields", IGNORED)
 async def test_messages_that_are_not_a_persons_are_ignored(fake, session, fields):
     async with serving(adapter_for(fake, faces=[5])) as adapter:
-        status, _ = await post_event(session, adapter, message_event("!roll 1", **fields))
+        ignored = message_event("!roll 1", **fields)
+        status, _ = await post_event(session, adapter, ignored)
         assert status == 200  # acknowledged all the same
         await settle(adapter)
         assert fake.replies() == []
+        # nothing answered, nothing to remember: no claim, no "answered" mark
+        assert await adapter.app.state.get("slack.events", f"event:{ignored['event_id']}") is None
         # the same words from a person are answered
         await post_event(session, adapter, message_event("!roll 1"))
         await settle(adapter)
