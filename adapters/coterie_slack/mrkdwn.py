@@ -24,6 +24,8 @@ _BROADCAST = re.compile(r"@(?=(?:here|channel|everyone)\b)", re.IGNORECASE)
 
 def escape(value: str) -> str:
     """Text safe inside mrkdwn (and the ``text`` fallback): the three escapes, defused pings."""
+    if not ("&" in value or "<" in value or ">" in value or "@" in value):
+        return value  # most texts of a reply (a few dozen each): nothing to escape
     value = value.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
     return _BROADCAST.sub("@" + WORD_JOINER, value)
 
@@ -56,6 +58,8 @@ class SlackEncoder(Encoder):
 
     def __init__(self, *, inline_images: bool = False) -> None:
         self.inline_images = inline_images
+        #: the images met while encoding, in order (to upload unless they are inline)
+        self.images: list[Image] = []
 
     def text(self, value: str) -> str:
         return escape(value)
@@ -79,6 +83,7 @@ class SlackEncoder(Encoder):
         return self.DIE_STYLE[die.role].format(face)
 
     def image(self, image: Image) -> str:
+        self.images.append(image)
         return f"[image: {escape(image.alt)}]" if self.inline_images else ""
 
     def actions(self, actions: Actions) -> str:
