@@ -11,6 +11,7 @@ client or ``link_names`` setting turns them into a ping. Section texts are also 
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import ClassVar
 
@@ -115,8 +116,10 @@ class SlackPlainEncoder(Encoder):
 _CONTROL = re.compile(r"<([^<>]*)>")
 
 
+@functools.lru_cache(maxsize=16)
 def mention_pattern(user_id: str) -> re.Pattern[str]:
-    """Slack's encoding of a mention of ``user_id``: ``<@U123>`` or ``<@U123|name>``."""
+    """Slack's encoding of a mention of ``user_id``: ``<@U123>`` or ``<@U123|name>`` (made
+    once per user id: every message is searched for the bot's)."""
     return re.compile(rf"<@{re.escape(user_id)}(?:\|[^<>]*)?>")
 
 
