@@ -10,9 +10,10 @@ from typing import Any
 
 import pytest
 
+from coterie.storage.ambient import AmbientStore
 from coterie.storage.deferred import DeferredWrites
 from coterie.storage.joining import join_next_transaction
-from coterie.storage.state import AmbientStore, MemoryStore, StateStore
+from coterie.storage.state import MemoryStore, StateStore
 from coterie_slack.dedup import BUSY, DONE, NAMESPACE, NEW, ClaimLost, RecentDeliveries
 from coterie_telegram.records import ClaimLost as UpdateClaimLost
 from coterie_telegram.records import SeenIds

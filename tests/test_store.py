@@ -575,3 +575,33 @@ async def test_sql_stores_offer_an_engine_for_plugins_tables(
             assert await conn.scalar(sa.text("SELECT count(*) FROM kv")) == 1
     finally:
         await store.close()
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        {"a": [1, 2.5, None, True], "é": "ünïcode"},
+        [],
+        "text",
+        {"nested": {"deep": [[{"x": 1}]]}},
+        {1: "int keys become text", "b": False},
+    ],
+)
+def test_stored_json_is_what_json_dumps_writes(value: Any) -> None:
+    from coterie.storage.rows import dumps_json
+
+    assert dumps_json(value) == json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def test_stored_json_refuses_with_json_dumps_words() -> None:
+    from coterie.storage.rows import dumps_json
+
+    circular: list[Any] = []
+    circular.append(circular)
+    for bad in [math.nan, {"a": [math.inf]}, {1j: 1}, object(), circular]:
+        with pytest.raises((TypeError, ValueError)) as ours:
+            dumps_json(bad)
+        with pytest.raises((TypeError, ValueError)) as theirs:
+            json.dumps(bad, allow_nan=False)
+        assert (type(ours.value), str(ours.value)) == (type(theirs.value), str(theirs.value))
+    assert dumps_json([1, 2]) == "[1,2]"  # a failed call leaves the encoder as it was

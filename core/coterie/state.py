@@ -8,6 +8,7 @@ from the new one."""
 import warnings as _warnings
 
 import coterie.storage.state as _0
+from coterie.storage.ambient import AmbientStore as AmbientStore  # (in state.py then)
 from coterie.storage.state import *  # noqa: F403
 
 _warnings.warn(

@@ -31,7 +31,8 @@ from coterie.framework.settings import check_plugin_settings
 from coterie.framework.supervise import Supervisor
 from coterie.framework.variant import RoomSettings, Variant
 from coterie.render.elements import Reply, Text, roll_footer
-from coterie.storage.state import AmbientStore, MemoryStore, StateStore, Transaction
+from coterie.storage.ambient import AmbientStore
+from coterie.storage.state import MemoryStore, StateStore, Transaction
 
 if TYPE_CHECKING:
     from coterie.framework.config import Config
@@ -92,8 +93,8 @@ class Coterie:
 
     @property
     def state(self) -> AmbientStore:
-        """The state store (see :class:`coterie.state.AmbientStore`): inside a command, reads
-        and writes join the command's transaction."""
+        """The state store (see :class:`coterie.storage.ambient.AmbientStore`): inside a
+        command, reads and writes join the command's transaction."""
         return self._state
 
     @state.setter

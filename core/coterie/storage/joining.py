@@ -4,7 +4,7 @@ An adapter claims each delivery before answering it (so that two deliveries of t
 to one worker or to two, are answered once). The claim is a write; the command the message
 carries writes too, in its own transaction. :func:`join_next_transaction` lets the adapter put
 the claim *into* the command's transaction: the next transaction this task opens through the
-app's store (:class:`~coterie.storage.state.AmbientStore`, ``app.state``) first runs
+app's store (:class:`~coterie.storage.ambient.AmbientStore`, ``app.state``) first runs
 :meth:`Joiner.join` with that transaction, and calls :meth:`Joiner.committed` once it committed.
 
 A joiner that finds it must not go on (the delivery is claimed by someone else) raises from

@@ -32,7 +32,6 @@ every logged roll of the block.
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import json
 import logging
 import sqlite3
@@ -63,17 +62,19 @@ from coterie.storage.postgres import (
     pg_literal,
 )
 from coterie.storage.rows import RETRY_ATTEMPTS as RETRY_ATTEMPTS
-from coterie.storage.rows import T, atomically, roll_row
+from coterie.storage.rows import T, atomically, is_busy, roll_row
 from coterie.storage.rows import is_retryable as is_retryable
 from coterie.storage.sql_characters import SQLCharacterReads
 from coterie.storage.sqlite import (
     CHECKPOINT_EVERY,
-    LiteTransaction,
+    LiteScope,
+    RememberedValues,
     connect_sqlite,
     lite_keys,
     roll_record,
     select_lite_rolls,
     when_free,
+    writing,
 )
 
 log = logging.getLogger(__name__)
@@ -84,12 +85,7 @@ MIGRATION_LOCK = "coterie.migrations"
 #: start-up compares a SQLite database's ``alembic_version`` with it before importing Alembic
 SCHEMA_HEAD = "0002"
 
-
-#: the SQLite stores whose write transaction the current task is inside (to refuse a nested
-#: write, which would otherwise wait for itself)
-_writing: contextvars.ContextVar[frozenset[int]] = contextvars.ContextVar(
-    "coterie_sqlstore_writing", default=frozenset()
-)
+_SELECT_VALUE = "SELECT value FROM kv WHERE namespace = ? AND key = ?"
 
 
 def __getattr__(name: str) -> Any:
@@ -136,6 +132,7 @@ class SQLStore(SQLCharacterReads):
         self._checkpointer: sqlite3.Connection | None = None
         self._checkpoint: asyncio.Future[None] | None = None
         self._commits = 0
+        self._values = RememberedValues()  # SQLite: values read, kept while the file is unchanged
         self._room_locks: dict[str, asyncio.Lock] = {}
         self._write_lock = asyncio.Lock()  # SQLite only: one writer at a time anyway
 
@@ -188,34 +185,18 @@ class SQLStore(SQLCharacterReads):
         self._checkpoint = future
         future.add_done_callback(lambda _: setattr(self, "_checkpoint", None))
 
-    @asynccontextmanager
-    async def _lite_transaction(self) -> AsyncIterator[LiteTransaction]:
-        if id(self) in _writing.get():
+    def _lite_transaction(self) -> LiteScope:
+        if id(self) in writing.get():
             raise RuntimeError(
                 "a SQLite store cannot open a transaction (or write with store.set/...) "
                 "inside another of its transactions: use the transaction's own methods"
             )
-        async with self._write_lock:
-            db = self._lite()
-            await when_free(lambda: db.execute("BEGIN IMMEDIATE"), "BEGIN IMMEDIATE")
-            token = _writing.set(_writing.get() | {id(self)})
-            try:
-                yield LiteTransaction(db)
-            except BaseException as error:
-                log.debug("transaction rolled back: %r", error)
-                if db.in_transaction:
-                    db.execute("ROLLBACK")
-                raise
-            else:
-                try:
-                    db.execute("COMMIT")
-                except BaseException:
-                    if db.in_transaction:
-                        db.execute("ROLLBACK")
-                    raise
-                self._checkpoint_soon()
-            finally:
-                _writing.reset(token)
+        return LiteScope(self)
+
+    async def _read_value(self, namespace: str, key: str) -> str | None:
+        """The stored text of one value, read afresh (waiting while the file is locked)."""
+        found = await self._read(lambda db: db.execute(_SELECT_VALUE, (namespace, key)).fetchone())
+        return None if found is None else str(found[0])
 
     async def _read(self, work: Callable[[sqlite3.Connection], T]) -> T:
         """``work`` on a connection outside any transaction: the writing one while no
@@ -364,12 +345,19 @@ class SQLStore(SQLCharacterReads):
 
     async def get(self, namespace: str, key: str) -> Any | None:
         if self.path is not None:
-            found = await self._read(
-                lambda db: db.execute(
-                    "SELECT value FROM kv WHERE namespace = ? AND key = ?", (namespace, key)
-                ).fetchone()
-            )
-            return None if found is None else json.loads(found[0])
+            writer = self._writer
+            if writer is not None and not self._write_lock.locked() and not writer.in_transaction:
+                # through the writing connection, remembered while the file is unchanged (every
+                # message reads its room's settings)
+                try:
+                    text = self._values.read(writer, namespace, key)
+                except sqlite3.OperationalError as error:
+                    if not is_busy(error):
+                        raise
+                    text = await self._read_value(namespace, key)
+            else:
+                text = await self._read_value(namespace, key)
+            return None if text is None else json.loads(text)
         value = await self._cached(
             (namespace, key), "SELECT value FROM kv WHERE namespace = $1 AND key = $2"
         )

@@ -5,6 +5,7 @@ statements, the connections, the transaction and the wait for another process's 
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import json
 import logging
 import sqlite3
@@ -17,12 +18,21 @@ from coterie.storage.character_rows import UNDO_DEPTH, Character, parse_sheet
 from coterie.storage.state import RollRecord
 
 if TYPE_CHECKING:
-    pass
+    from coterie.storage.sql import SQLStore
 
 
 from coterie.storage.rows import ROLL_FIELDS, T, dumps_json, is_busy, roll_row
 
 log = logging.getLogger("coterie.storage.sql")
+
+#: the SQLite stores whose write transaction the current task is inside (to refuse a nested
+#: write, which would otherwise wait for itself)
+writing: contextvars.ContextVar[frozenset[int]] = contextvars.ContextVar(
+    "coterie_sqlstore_writing", default=frozenset()
+)
+
+#: the SQLite stores whose write transaction the current task is inside (to refuse a nested
+#: write, which would otherwise wait for itself)
 
 #: how long a SQLite writer waits for another process's write lock before failing
 SQLITE_BUSY_TIMEOUT_MS = 30_000
@@ -112,17 +122,60 @@ async def when_free(work: Callable[[], T], what: str) -> T:
         delay = min(delay * 2, 0.02)
 
 
+#: values a SQLite store remembers at most (then it starts again from none)
+REMEMBERED_VALUES = 4096
+
+
+class RememberedValues:
+    """The ``kv`` values a SQLite store read through its writing connection, as stored (JSON
+    text, ``None`` for none), kept while nothing else wrote to the file: SQLite's
+    ``PRAGMA data_version`` changes whenever *another* connection — another process, a plugin's
+    SQLAlchemy engine — commits, and then every value is forgotten; this store's own writes forget
+    their keys as they are made (:class:`LiteTransaction`). A look-up still asks the file whether
+    it changed (the pragma: a few microseconds, where a read is several times that), so nothing
+    stale is ever answered."""
+
+    __slots__ = ("values", "version")
+
+    def __init__(self) -> None:
+        self.values: dict[tuple[str, str], str | None] = {}
+        self.version = -1
+
+    def read(self, db: sqlite3.Connection, namespace: str, key: str) -> str | None:
+        """The stored text of one value (``None``: no value), from memory when the file has not
+        changed since it was read, else from ``db`` (which must be outside a transaction)."""
+        version = db.execute("PRAGMA data_version").fetchone()[0]
+        values = self.values
+        wanted = (namespace, key)
+        if version != self.version:
+            values.clear()
+            self.version = version
+        elif wanted in values:
+            return values[wanted]
+        found = db.execute(
+            "SELECT value FROM kv WHERE namespace = ? AND key = ?", wanted
+        ).fetchone()
+        text: str | None = None if found is None else found[0]
+        if len(values) >= REMEMBERED_VALUES:
+            values.clear()
+        values[wanted] = text
+        return text
+
+
 class LiteTransaction:
     """The reads and writes of one SQLite write transaction (on the store's writing
     connection, which holds the write lock from ``BEGIN IMMEDIATE`` to ``COMMIT``)."""
 
-    __slots__ = ("_db",)
+    __slots__ = ("_db", "_values")
 
-    def __init__(self, db: sqlite3.Connection) -> None:
+    def __init__(self, db: sqlite3.Connection, values: dict[tuple[str, str], str | None]) -> None:
         self._db = db
+        #: the store's remembered values (:class:`RememberedValues`): a write forgets its key
+        self._values = values
 
     def execute(self, statement: str, parameters: tuple[Any, ...] = ()) -> sqlite3.Cursor:
         """Run one statement in this transaction (the store's own housekeeping)."""
+        self._values.clear()  # it may change any value
         return self._db.execute(statement, parameters)
 
     async def get(self, namespace: str, key: str) -> Any | None:
@@ -132,9 +185,11 @@ class LiteTransaction:
         return None if found is None else json.loads(found[0])
 
     async def set(self, namespace: str, key: str, value: Any) -> None:
+        self._values.pop((namespace, key), None)
         self._db.execute(_UPSERT, (namespace, key, dumps_json(value), time.time()))
 
     async def delete(self, namespace: str, key: str) -> None:
+        self._values.pop((namespace, key), None)
         self._db.execute("DELETE FROM kv WHERE namespace = ? AND key = ?", (namespace, key))
 
     async def keys(self, namespace: str, prefix: str = "") -> list[str]:
@@ -248,3 +303,53 @@ def lite_keys(db: sqlite3.Connection, namespace: str, prefix: str) -> list[str]:
         (namespace, len(prefix), prefix),
     )
     return sorted(k for (k,) in found if k.startswith(prefix))
+
+
+class LiteScope:
+    """One SQLite write transaction as an ``async with`` (a class, not a generator: every
+    command opens one): the store's write lock, ``BEGIN IMMEDIATE`` (waiting in the event loop
+    while another process holds SQLite's lock), then ``COMMIT`` on a clean exit, else
+    ``ROLLBACK``."""
+
+    __slots__ = ("_db", "_store", "_token")
+
+    def __init__(self, store: SQLStore) -> None:  # (its SQLite parts)
+        self._store = store
+
+    async def __aenter__(self) -> LiteTransaction:
+        store = self._store
+        lock = store._write_lock
+        await lock.acquire()
+        try:
+            db = store._lite()
+            try:
+                db.execute("BEGIN IMMEDIATE")
+            except sqlite3.OperationalError as error:
+                if not is_busy(error):
+                    raise
+                await when_free(lambda: db.execute("BEGIN IMMEDIATE"), "BEGIN IMMEDIATE")
+        except BaseException:
+            lock.release()
+            raise
+        self._db = db
+        self._token = writing.set(writing.get() | {id(store)})
+        return LiteTransaction(db, store._values.values)
+
+    async def __aexit__(self, kind: object, error: object, trace: object) -> None:
+        db = self._db
+        try:
+            if kind is not None:
+                log.debug("transaction rolled back: %r", error)
+                if db.in_transaction:
+                    db.execute("ROLLBACK")
+                return
+            try:
+                db.execute("COMMIT")
+            except BaseException:
+                if db.in_transaction:
+                    db.execute("ROLLBACK")
+                raise
+            self._store._checkpoint_soon()
+        finally:
+            writing.reset(self._token)
+            self._store._write_lock.release()

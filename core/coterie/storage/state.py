@@ -16,24 +16,18 @@ interleave, across tasks and — with PostgreSQL — across worker processes.
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import copy
 import json
 import time
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from coterie.storage.character_rows import (
-    UNDO_DEPTH,
-    Character,
     CharacterStore,
     MemoryCharacters,
     MemoryCharacterTx,
     ThroughTransactions,
 )
-from coterie.storage.joining import joined, landed
 from coterie.storage.scope import LockedScope
 
 #: the value a transaction's buffer holds for a key deleted in it
@@ -368,109 +362,6 @@ class MemoryStore(ThroughTransactions):
     async def close(self) -> None:
         self._data.clear()
         self._characters = MemoryCharacters()
-
-
-#: the transaction the current task's command runs in, with the store it belongs to
-_active: contextvars.ContextVar[tuple[object, Any] | None] = contextvars.ContextVar(
-    "coterie_active_transaction", default=None
-)
-
-
-class AmbientStore:
-    """The app's store as commands, rule sets and hooks see it (``app.state``): inside a
-    command's transaction, every read and write — a ``coterie_after_roll`` hook's included —
-    joins that transaction, so a command's changes land together or not at all; elsewhere (an
-    adapter's bookkeeping) each call is its own transaction. A transaction opened inside another
-    one of the same task is the outer one."""
-
-    def __init__(self, store: StateStore) -> None:
-        self.store = store
-
-    def _current(self) -> Any:
-        active = _active.get()
-        return active[1] if active is not None and active[0] is self.store else None
-
-    def _target(self) -> Any:
-        return self._current() or self.store
-
-    @asynccontextmanager
-    async def transaction(self, lock: str = "") -> AsyncIterator[Any]:
-        outer = self._current()
-        if outer is not None:
-            yield outer
-            return
-        async with self.store.transaction(lock) as tx:
-            token = _active.set((self.store, tx))
-            try:
-                joiner = await joined(tx)  # an adapter's claim (coterie.storage.joining)
-                yield tx
-            finally:
-                _active.reset(token)
-        landed(joiner)
-
-    async def get(self, namespace: str, key: str) -> Any | None:
-        return await self._target().get(namespace, key)
-
-    async def set(self, namespace: str, key: str, value: Any) -> None:
-        await self._target().set(namespace, key, value)
-
-    async def delete(self, namespace: str, key: str) -> None:
-        await self._target().delete(namespace, key)
-
-    async def keys(self, namespace: str, prefix: str = "") -> list[str]:
-        return list(await self._target().keys(namespace, prefix))
-
-    async def log_roll(self, record: RollRecord) -> None:
-        await self._target().log_roll(record)
-
-    async def rolls(
-        self,
-        room: str,
-        *,
-        limit: int | None = 20,
-        user: str | None = None,
-        session: str | None = None,
-    ) -> list[RollRecord]:
-        return await self.store.rolls(room, limit=limit, user=user, session=session)
-
-    async def close(self) -> None:
-        await self.store.close()
-
-    # characters (see CharacterStore): in the command's transaction when there is one
-
-    async def active_character(
-        self, chronicle: str, owner: str, *, readonly: bool = False
-    ) -> Character | None:
-        found: Character | None = await self._target().active_character(
-            chronicle, owner, readonly=readonly
-        )
-        return found
-
-    async def characters(self, chronicle: str, owner: str | None = None) -> list[Character]:
-        return list(await self._target().characters(chronicle, owner))
-
-    async def save_character(
-        self, chronicle: str, owner: str, key: str, sheet: dict[str, Any]
-    ) -> None:
-        await self._target().save_character(chronicle, owner, key, sheet)
-
-    async def delete_character(self, chronicle: str, owner: str, key: str) -> None:
-        await self._target().delete_character(chronicle, owner, key)
-
-    async def set_active(self, chronicle: str, owner: str, key: str | None) -> None:
-        await self._target().set_active(chronicle, owner, key)
-
-    async def push_change(
-        self, chronicle: str, author: str, change: dict[str, Any], keep: int = UNDO_DEPTH
-    ) -> None:
-        await self._target().push_change(chronicle, author, change, keep)
-
-    async def pop_change(self, chronicle: str, author: str) -> dict[str, Any] | None:
-        found: dict[str, Any] | None = await self._target().pop_change(chronicle, author)
-        return found
-
-    async def changes(self, chronicle: str, author: str) -> list[dict[str, Any]]:
-        return list(await self._target().changes(chronicle, author))
 
 
 class RoomState:

@@ -1,0 +1,125 @@
+"""The SQLite store remembers the values it read (every message reads its room's settings) and
+never answers a stale one: not after its own writes, not after a rolled-back write, not after
+another connection's or another process's commit (``PRAGMA data_version``)."""
+
+from __future__ import annotations
+
+import sqlite3
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from coterie.storage import sqlite as lite
+from coterie.storage.migrate import upgrade
+from coterie.storage.sql import SQLStore
+
+
+@pytest.fixture
+async def store(tmp_path: Path) -> AsyncIterator[SQLStore]:
+    url = f"sqlite:///{tmp_path / 'state.db'}"
+    await upgrade(url)
+    made = SQLStore(url)
+    yield made
+    await made.close()
+
+
+def _selects(store: SQLStore) -> list[str]:
+    """The ``SELECT``s the store's writing connection runs from now on."""
+    seen: list[str] = []
+    assert store._writer is not None
+    store._writer.set_trace_callback(
+        lambda statement: seen.append(statement) if statement.startswith("SELECT") else None
+    )
+    return seen
+
+
+async def test_a_value_read_again_is_not_selected_again(store: SQLStore) -> None:
+    await store.set("rooms", "r", {"prefix": "!"})
+    assert await store.get("rooms", "r") == {"prefix": "!"}
+    selects = _selects(store)
+    first = await store.get("rooms", "r")
+    assert first == {"prefix": "!"}
+    assert selects == []
+    first["prefix"] = "?"  # a caller's change to what it was given is its own
+    assert await store.get("rooms", "r") == {"prefix": "!"}
+    assert await store.get("rooms", "absent") is None
+    assert await store.get("rooms", "absent") is None
+    assert len(selects) == 1  # the absent value once; then remembered as absent
+
+
+async def test_own_writes_are_seen_at_once(store: SQLStore) -> None:
+    await store.set("rooms", "r", {"v": 1})
+    assert await store.get("rooms", "r") == {"v": 1}
+    await store.set("rooms", "r", {"v": 2})
+    assert await store.get("rooms", "r") == {"v": 2}
+    async with store.transaction() as tx:
+        await tx.set("rooms", "r", {"v": 3})
+        await tx.set("rooms", "other", {"v": 9})
+    assert await store.get("rooms", "r") == {"v": 3}
+    assert await store.get("rooms", "other") == {"v": 9}
+    await store.delete("rooms", "r")
+    assert await store.get("rooms", "r") is None
+
+
+async def test_a_rolled_back_write_is_not_remembered(store: SQLStore) -> None:
+    await store.set("rooms", "r", {"v": 1})
+    assert await store.get("rooms", "r") == {"v": 1}
+    with pytest.raises(RuntimeError):
+        async with store.transaction() as tx:
+            await tx.set("rooms", "r", {"v": 2})
+            assert await tx.get("rooms", "r") == {"v": 2}
+            raise RuntimeError("no")
+    assert await store.get("rooms", "r") == {"v": 1}
+
+
+async def test_housekeeping_statements_forget_everything(store: SQLStore) -> None:
+    await store.set("answered", "e1", True)
+    assert await store.get("answered", "e1") is True
+    assert await store.expire("answered", before=2**40) == 1
+    assert await store.get("answered", "e1") is None
+
+
+async def test_another_connection_commit_is_seen(store: SQLStore, tmp_path: Path) -> None:
+    await store.set("rooms", "r", {"v": 1})
+    assert await store.get("rooms", "r") == {"v": 1}
+    other = sqlite3.connect(tmp_path / "state.db", isolation_level=None)
+    other.execute("UPDATE kv SET value = ? WHERE namespace = 'rooms' AND key = 'r'", ('{"v":2}',))
+    other.close()
+    assert await store.get("rooms", "r") == {"v": 2}
+    # a second store on the same file (another worker of the same process) too
+    second = SQLStore(f"sqlite:///{tmp_path / 'state.db'}")
+    await second.set("rooms", "r", {"v": 3})
+    await second.close()
+    assert await store.get("rooms", "r") == {"v": 3}
+
+
+async def test_another_process_commit_is_seen(store: SQLStore, tmp_path: Path) -> None:
+    await store.set("rooms", "r", {"v": 1})
+    assert await store.get("rooms", "r") == {"v": 1}
+    code = (
+        "import asyncio, sys\n"
+        "from coterie.storage.sql import SQLStore\n"
+        "async def main():\n"
+        "    store = SQLStore(sys.argv[1])\n"
+        "    await store.set('rooms', 'r', {'v': 'from the other process'})\n"
+        "    await store.close()\n"
+        "asyncio.run(main())\n"
+    )
+    subprocess.run(
+        [sys.executable, "-c", code, f"sqlite:///{tmp_path / 'state.db'}"], check=True, timeout=60
+    )
+    assert await store.get("rooms", "r") == {"v": "from the other process"}
+
+
+async def test_the_memory_is_bounded(store: SQLStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(lite, "REMEMBERED_VALUES", 3)
+    for n in range(5):
+        await store.set("rooms", f"r{n}", n)
+    for n in range(5):
+        assert await store.get("rooms", f"r{n}") == n
+    assert len(store._values.values) <= 3
+    for n in range(5):
+        assert await store.get("rooms", f"r{n}") == n
