@@ -18,12 +18,12 @@ import json
 import os
 import pstats
 import shutil
+import sqlite3
 import subprocess
 import sys
 import tempfile
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
@@ -32,7 +32,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import aiohttp  # noqa: E402
 from common import header  # noqa: E402
 
-import coterie.storage.sql as sql  # noqa: E402
 from coterie.storage.migrate import upgrade  # noqa: E402
 from coterie.storage.sql import SQLStore  # noqa: E402
 
@@ -42,16 +41,26 @@ CHANNELS = 10
 NO_LIMITS = {"rate": {"enabled": False}}
 #: SQLite write transactions begun (each is one ``BEGIN IMMEDIATE``)
 BEGUN = [0]
-_when_free = sql.when_free
+_lite = SQLStore._lite
+_traced: set[int] = set()
 
 
-async def _counting(work: Callable[[], Any], what: str) -> Any:
-    if what == "BEGIN IMMEDIATE":
+def _count_statement(statement: str) -> None:
+    if statement.startswith("BEGIN IMMEDIATE"):
         BEGUN[0] += 1
-    return await _when_free(work, what)
 
 
-sql.when_free = _counting  # type: ignore[assignment]
+def _counting(self: SQLStore, reader: bool = False) -> sqlite3.Connection:
+    """The store's connection, its statements traced (once per connection): every write
+    transaction begins on the writing one."""
+    db = _lite(self, reader)
+    if id(db) not in _traced:
+        _traced.add(id(db))
+        db.set_trace_callback(_count_statement)
+    return db
+
+
+SQLStore._lite = _counting  # type: ignore[method-assign]
 
 
 async def in_flight(send: Callable[[int], Awaitable[None]], count: int) -> None:

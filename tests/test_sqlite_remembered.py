@@ -123,3 +123,14 @@ async def test_the_memory_is_bounded(store: SQLStore, monkeypatch: pytest.Monkey
     assert len(store._values.values) <= 3
     for n in range(5):
         assert await store.get("rooms", f"r{n}") == n
+
+
+async def test_a_store_reopened_forgets_what_it_read(store: SQLStore, tmp_path: Path) -> None:
+    await store.set("rooms", "other", {"v": 1})
+    assert await store.get("rooms", "other") == {"v": 1}  # remembered by the first writer
+    await store.close()  # (its connections go; the next call opens new ones)
+    other = sqlite3.connect(tmp_path / "state.db", isolation_level=None)
+    other.execute("UPDATE kv SET value = '{\"v\":2}' WHERE namespace = 'rooms' AND key = 'other'")
+    other.close()
+    await store.set("rooms", "r", {"v": 0})  # a new writing connection
+    assert await store.get("rooms", "other") == {"v": 2}

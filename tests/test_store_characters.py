@@ -17,11 +17,12 @@ from asyncpg.connection import Connection  # type: ignore[import-untyped]
 from coterie.framework.app import Coterie
 from coterie.framework.config import DATABASE_URL_ENV, load_config, parse_config
 from coterie.framework.message import Message
+from coterie.storage.ambient import AmbientStore
 from coterie.storage.character_rows import Character
 from coterie.storage.engine import create_engine, tables
 from coterie.storage.migrate import alembic_config, current, open_store, upgrade
 from coterie.storage.sql import SCHEMA_HEAD, SQLStore
-from coterie.storage.state import AmbientStore, MemoryStore, StateStore
+from coterie.storage.state import MemoryStore, StateStore
 
 
 @pytest.fixture

@@ -162,6 +162,8 @@ class SQLStore(SQLCharacterReads):
             else:
                 db.execute("PRAGMA wal_autocheckpoint = 0")  # see _checkpoint_soon
                 self._writer = db
+                # data_version counts per connection: what an earlier one read is not vouched for
+                self._values = RememberedValues()
         return db
 
     def _checkpoint_soon(self) -> None:
