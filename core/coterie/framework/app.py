@@ -16,7 +16,7 @@ from coterie.framework.adapter import Adapter
 from coterie.framework.catalogue import Catalogue, Registry
 from coterie.framework.checks import check_against_plugins
 from coterie.framework.commands import Command, CommandContext, new_roll_id, shown_id
-from coterie.framework.events import Sweeper, answered_before, event_key, record_answer
+from coterie.framework.events import EVENTS, Sweeper, answered_before, event_key, record_answer
 from coterie.framework.grammar import CommandLine, localise, shorten
 from coterie.framework.guard import CommandGuard, CommandRefused
 from coterie.framework.limits import limit_reply
@@ -32,6 +32,7 @@ from coterie.framework.supervise import Supervisor
 from coterie.framework.variant import RoomSettings, Variant
 from coterie.render.elements import Reply, Text, roll_footer
 from coterie.storage.ambient import AmbientStore
+from coterie.storage.readahead import expect_reads, forget
 from coterie.storage.state import MemoryStore, StateStore, Transaction
 
 if TYPE_CHECKING:
@@ -375,17 +376,25 @@ class Coterie:
             if command.transaction:
                 room = context.message.room_key
                 event = event_key(context.message)
-                async with self.state.transaction(lock=context.settings.chronicle or room) as tx:
-                    context.tx = tx
-                    if event is not None:
-                        answered = await answered_before(tx, event)
-                        if answered is not None:  # a redelivery: its reply, never a re-run
-                            return answered
-                    context.session, context.scene = await current_play(tx, room)
-                    reply = await self.guard.run(command, context, self._call)
-                    reply = self._footed(reply, context)
-                    if event is not None:
-                        await record_answer(tx, event, reply)
+                # the delivery's record is new with every message: read with the lock
+                said = expect_reads([(EVENTS, event)]) if event is not None else None
+                try:
+                    async with self.state.transaction(
+                        lock=context.settings.chronicle or room
+                    ) as tx:
+                        context.tx = tx
+                        if event is not None:
+                            answered = await answered_before(tx, event)
+                            if answered is not None:  # a redelivery: its reply, never a re-run
+                                return answered
+                        context.session, context.scene = await current_play(tx, room)
+                        reply = await self.guard.run(command, context, self._call)
+                        reply = self._footed(reply, context)
+                        if event is not None:
+                            await record_answer(tx, event, reply)
+                finally:
+                    if said is not None:
+                        forget(said)
                 return reply
             reply = await self.guard.run(command, context, self._call)
         except CommandRefused as refused:  # too long, or fenced: rolled back, room free again

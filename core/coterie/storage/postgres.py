@@ -9,6 +9,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from coterie.storage.character_rows import UNDO_DEPTH, Character, CharacterWrites, parse_sheet
+from coterie.storage.readahead import expected
 from coterie.storage.state import RollRecord, check_json
 
 if TYPE_CHECKING:
@@ -126,6 +127,9 @@ class PGTransaction:
         self._store = store
         self._conn = conn
         self._lock = lock
+        #: keys this transaction was said to read (:mod:`coterie.storage.readahead`): read with
+        #: the lock, and not remembered for the next one (they are new with every message)
+        self._expected = expected()
         self.started = False
         #: a database call is under way (an exception now leaves the connection in doubt)
         self.busy = False
@@ -144,8 +148,9 @@ class PGTransaction:
 
     async def _start(self, first: tuple[str, str] | None) -> None:
         wanted = list(self._store._read_ahead.get(self._lock, ()))
-        if first is not None and first not in wanted:
-            wanted.append(first)
+        for key in (first, *self._expected):
+            if key is not None and key not in wanted:
+                wanted.append(key)
         self.busy = True
         rows = await self._conn.fetch(
             _PG_LOCK_READ,
@@ -417,7 +422,8 @@ class PGTransaction:
         before = ahead.pop(self._lock, ())
         if len(ahead) >= PG_READ_AHEAD_LOCKS:
             ahead.pop(next(iter(ahead)))
-        keys = self._touched[:PG_READ_AHEAD_KEYS]
+        said = self._expected
+        keys = [key for key in self._touched if key not in said][:PG_READ_AHEAD_KEYS]
         sheets = [key for key in keys if key[0] == ACTIVE_NS]
         for key in before:  # the other players' sheets read lately stay, the newest first
             if len(sheets) >= PG_READ_AHEAD_SHEETS:

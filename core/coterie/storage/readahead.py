@@ -1,0 +1,37 @@
+"""Keys the next transaction of a task is known to read, said before it opens.
+
+A store that reads ahead reads them with its first round trip: a PostgreSQL transaction takes its
+room's lock and reads, in the same query, the key it was first asked for, the keys the last
+transaction on the same lock read, and these. Some keys are new with every message (the
+delivery's event id, which the command's transaction reads to find a redelivery): the last
+transaction cannot have read them, so without this they would cost a round trip of their own. A
+store without a read-ahead (memory, SQLite) ignores them. Only a hint: a key said here and not
+read costs a few bytes of the query, a key read and not said costs its round trip.
+"""
+
+from __future__ import annotations
+
+import contextvars
+from collections.abc import Iterable
+
+Key = tuple[str, str]
+
+_expected: contextvars.ContextVar[tuple[Key, ...]] = contextvars.ContextVar(
+    "coterie_expected_reads", default=()
+)
+
+
+def expect_reads(keys: Iterable[Key]) -> contextvars.Token[tuple[Key, ...]]:
+    """Say that the next transaction this task opens reads ``keys`` (``(namespace, key)``
+    pairs), besides any said before; pass the token to :func:`forget` once it has opened."""
+    return _expected.set((*_expected.get(), *keys))
+
+
+def forget(token: contextvars.Token[tuple[Key, ...]]) -> None:
+    """Take back what :func:`expect_reads` said."""
+    _expected.reset(token)
+
+
+def expected() -> tuple[Key, ...]:
+    """The keys the transaction opening now is said to read."""
+    return _expected.get()
