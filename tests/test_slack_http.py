@@ -165,6 +165,7 @@ IGNORED = [
     pytest.param({"bot_id": "B0OTHER", "subtype": "bot_message", "user": None}, id="bot-message"),
     pytest.param({"bot_id": "B0OTHER"}, id="other-bot-with-user"),
     pytest.param({"user": BOT_USER, "bot_id": BOT_ID}, id="own-message"),
+    pytest.param({"user": BOT_USER}, id="own-user-without-bot-id"),
     pytest.param({"subtype": "message_changed"}, id="edit"),
     pytest.param({"edited": {"user": LYNN, "ts": "1690000000.1"}}, id="edited-flag"),
     pytest.param({"subtype": "message_deleted"}, id="deletion"),
@@ -176,10 +177,13 @@ IGNORED = [
 @pytest.mark.parametrize("fields", IGNORED)
 async def test_messages_that_are_not_a_persons_are_ignored(fake, session, fields):
     async with serving(adapter_for(fake, faces=[5])) as adapter:
-        status, _ = await post_event(session, adapter, message_event("!roll 1", **fields))
+        ignored = message_event("!roll 1", **fields)
+        status, _ = await post_event(session, adapter, ignored)
         assert status == 200  # acknowledged all the same
         await settle(adapter)
         assert fake.replies() == []
+        # nothing answered, nothing to remember: no claim, no "answered" mark
+        assert await adapter.app.state.get("slack.events", f"event:{ignored['event_id']}") is None
         # the same words from a person are answered
         await post_event(session, adapter, message_event("!roll 1"))
         await settle(adapter)
@@ -687,6 +691,38 @@ async def test_a_flood_of_unsigned_requests_logs_no_bodies(fake, session, caplog
     assert "player text" not in text and BOT_TOKEN not in text
     assert len(text) < 100 * MAX_LOG_CHARS
     assert fake.ok_calls("chat.postMessage") == []
+
+
+@pytest.mark.parametrize("level", [logging.INFO, logging.DEBUG])
+async def test_the_slack_libraries_build_debug_lines_only_when_they_are_logged(
+    fake, session, caplog, level
+):
+    """slack-sdk formats a whole request and response for a debug line when its logger's own
+    level (not the effective one) allows DEBUG: the adapter's loggers carry the process's level,
+    so at INFO no Web API call asks for one, and at DEBUG they are still logged."""
+    caplog.set_level(level)
+    web = logging.getLogger("coterie.slack.web")
+    asked: list[str] = []
+    debug = web.debug
+
+    def counting(msg: object, *args: Any, **kwargs: Any) -> None:
+        asked.append(str(msg))
+        debug(msg, *args, **kwargs)
+
+    web.debug = counting  # type: ignore[method-assign]
+    try:
+        async with serving(adapter_for(fake)) as adapter:
+            assert await post_event(session, adapter, message_event("!roll 2")) == (200, "")
+            await settle(adapter)
+    finally:
+        del web.debug
+    assert len(fake.ok_calls("chat.postMessage")) == 1
+    logged = [r.getMessage() for r in caplog.records if r.name == "coterie.slack.web"]
+    if level == logging.INFO:
+        assert asked == [] and logged == []
+    else:
+        assert any(line.startswith("Sending a request") for line in asked)
+        assert any(line.startswith("Sending a request") for line in logged)
 
 
 @pytest.mark.parametrize(

@@ -170,6 +170,19 @@ def test_images_are_described_when_not_uploaded():
     assert message.blocks[0]["text"]["text"] == "Odds: [image: odds &lt;5&gt;]"
 
 
+def test_every_image_is_uploaded_in_order_wherever_it_sits():
+    first, second, third = (Image(b"png", f"chart {n}", f"{n}.png") for n in range(3))
+    body: list[Node] = [
+        first,
+        Bold((Text("odds "), Italic((second,)))),
+        Actions((Button("again", "!roll 2"),)),
+        Strike((Text("old"), third)),
+    ]
+    message = build_message(Reply(body), owner="U1")
+    assert message.images == (first, second, third)
+    assert "image" not in message.blocks[0]["text"]["text"]
+
+
 def test_an_image_only_reply_has_no_body():
     message = build_message(Reply([Image(b"png", "chart")], meta={"variant": "v5"}), owner="U1")
     assert not message.has_body and len(message.images) == 1

@@ -2,8 +2,8 @@
 
 Socket Mode opens an outgoing websocket (``apps.connections.open`` with the app-level token), so
 no public URL is needed; slack-sdk reconnects a dropped socket by itself. HTTP mode listens for
-the Events API, slash commands and interactivity on one path, and Bolt checks every request's
-signature (and its 5-minute replay window) before anything else runs.
+the Events API, slash commands and interactivity on one path; every request's signature (and its
+5-minute replay window) is checked before anything else runs (:meth:`SlackBot.dispatch_http`).
 
 Loading this module never imports Slack libraries: they are imported when the adapter runs, and a
 missing ``slack`` extra is a configuration error when the adapter is created.

@@ -92,7 +92,8 @@ def build_message(reply: Reply, *, owner: str, upload_images: bool = True) -> Sl
     return SlackMessage(
         text=truncate(fallback or " ", MAX_FALLBACK_TEXT),
         blocks=blocks,
-        images=tuple(reply.images()) if upload_images else (),
+        # the encoder met every image of the body (the roll footer, left out, has none)
+        images=tuple(encoder.images) if upload_images else (),
     )
 
 

@@ -14,6 +14,7 @@ Slack libraries are imported here, and this module is imported only when the ada
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import re
 import time
@@ -124,6 +125,29 @@ def quiet_slack_loggers() -> None:
         logger = logging.getLogger(name)
         if not any(isinstance(f, QuietBodies) for f in logger.filters):
             logger.addFilter(QuietBodies())
+
+
+#: the levels :func:`level_slack_loggers` gave, by logger name (a level set otherwise is kept)
+_LEVELS_SET: dict[str, int] = {}
+
+
+def level_slack_loggers() -> None:
+    """Give the loggers handed to the Slack libraries the level records are logged at now.
+
+    slack-sdk and slack-bolt decide whether to build a debug line by the level of the logger
+    itself (``logger.level <= DEBUG``), not its effective level: a logger without a level of its
+    own (``NOTSET``, 0) passes, so every Web API call formatted its request and the whole
+    response, and every Bolt request a line per middleware, for records that were then dropped.
+    With the effective level set on the logger itself the same records are logged, and the lines
+    nobody logs are not built. Call before the Bolt app is built (its loggers copy the level)."""
+    for name in SLACK_LOGGERS:
+        logger = logging.getLogger(name)
+        if logger.level not in (logging.NOTSET, _LEVELS_SET.get(name)):
+            continue  # set by someone else (a test, an operator's logging config): theirs
+        logger.setLevel(logging.NOTSET)
+        level = logger.getEffectiveLevel()
+        logger.setLevel(level)
+        _LEVELS_SET[name] = level
 
 
 def is_user_message(event: Mapping[str, Any]) -> bool:
@@ -283,6 +307,41 @@ class DisplayNames:
         return self._cache[user_id][0] or fallback
 
 
+async def admit(
+    recent: RecentDeliveries,
+    body: Mapping[str, Any],
+    retry: str,
+    context: MutableMapping[str, Any],
+    *,
+    http: bool,
+) -> BoltResponse | None:
+    """Whether a delivery is to be answered here: ``None`` (answer it; its id is left in
+    ``context``) or the response that acknowledges it without an answer (already answered) or,
+    over HTTP, refuses it for now (being answered right now: Slack asks again later)."""
+    key = delivery_key(body)
+    if key is None:
+        return None
+    # a message event is claimed in its command's transaction (one write transaction per
+    # message): here it is only checked; slash commands and buttons are claimed here
+    later = key.startswith("event:")
+    try:
+        claim = await (recent.check(key) if later else recent.claim(key))
+    except Exception:  # a broken store must not silence the bot
+        log.exception("state store failed; %s is answered without de-duplication", key)
+        return None
+    if claim == DONE:
+        log.info("%s delivered again (retry %s): acknowledged, not answered", key, retry)
+        return BoltResponse(status=200, body="")
+    if claim == BUSY:
+        # being answered right now (here or by another worker), or its worker died: over HTTP,
+        # no acknowledgement, so Slack asks again later and the answer is certain
+        log.info("%s delivered again (retry %s) while being answered", key, retry)
+        return BoltResponse(status=503 if http else 200, body="")
+    context[DELIVERY] = key
+    context[CLAIM_LATER] = later
+    return None
+
+
 class Deduplicate(AsyncMiddleware):
     """Acknowledge, without answering again, a delivery already seen (Slack's retries)."""
 
@@ -296,30 +355,26 @@ class Deduplicate(AsyncMiddleware):
         resp: BoltResponse,
         next: Callable[[], Awaitable[BoltResponse]],
     ) -> BoltResponse | None:
-        key = delivery_key(req.body)
-        if key is not None:
-            # a message event is claimed in its command's transaction (one write transaction
-            # per message): here it is only checked; slash commands and buttons are claimed here
-            later = key.startswith("event:")
-            try:
-                claim = await (self.recent.check(key) if later else self.recent.claim(key))
-            except Exception:  # a broken store must not silence the bot
-                log.exception("state store failed; %s is answered without de-duplication", key)
-                claim, key, later = NEW, None, False
-            retry = req.headers.get("x-slack-retry-num", ["0"])[0]
-            if claim == DONE:
-                log.info("%s delivered again (retry %s): acknowledged, not answered", key, retry)
-                return BoltResponse(status=200, body="")
-            if claim == BUSY:
-                # being answered right now (here or by another worker), or its worker died: over
-                # HTTP, no acknowledgement, so Slack asks again later and the answer is certain
-                log.info("%s delivered again (retry %s) while being answered", key, retry)
-                if req.mode == "http":
-                    return BoltResponse(status=503, body="")
-                return BoltResponse(status=200, body="")
-            req.context[DELIVERY] = key
-            req.context[CLAIM_LATER] = later
-        return await next()
+        retry = req.headers.get("x-slack-retry-num", ["0"])[0]
+        early = await admit(self.recent, req.body, retry, req.context, http=req.mode == "http")
+        return early if early is not None else await next()
+
+
+def message_event(text: str) -> tuple[dict[str, Any], dict[str, Any]] | None:
+    """``(body, event)`` when an HTTP request body is an Events API callback carrying a
+    ``message`` event (what most requests are), else ``None``."""
+    if not text.startswith("{"):
+        return None
+    try:
+        body = json.loads(text)
+    except ValueError:
+        return None
+    if not isinstance(body, dict) or body.get("type") != "event_callback":
+        return None
+    event = body.get("event")
+    if not isinstance(event, dict) or event.get("type") != "message":
+        return None
+    return body, event
 
 
 class SlackBot:
@@ -337,6 +392,7 @@ class SlackBot:
         self.settings = settings
         self.credentials = credentials
         _quiet_reconnects()
+        level_slack_loggers()
         self.client = AsyncWebClient(
             token=credentials.bot_token,
             base_url=settings.api_url,
@@ -357,7 +413,9 @@ class SlackBot:
 
     def _build(self) -> AsyncApp:
         bolt = AsyncApp(
-            name="coterie",
+            # Bolt names the logger it gives listeners after the app, and configures it from
+            # ``logger`` on every request: named after that logger, it leaves others alone
+            name="coterie.slack.bolt",
             client=self.client,
             signing_secret=self.credentials.signing_secret or "",
             # Socket Mode payloads are not signed; HTTP requests are, and :meth:`dispatch_http`
@@ -382,9 +440,10 @@ class SlackBot:
         self, raw: bytes, query: str, headers: Mapping[str, str]
     ) -> BoltResponse:
         """One HTTP request from Slack: a bad signature (or a stale one) gets 401 and a body
-        that cannot be read 400, each with one short log line and nothing of the body; the rest
-        goes to Bolt. A reply that failed for a passing reason within the acknowledgement budget
-        gets 503: not acknowledged, so Slack delivers the event again."""
+        that cannot be read 400, each with one short log line and nothing of the body; a
+        message event is answered by :meth:`_dispatch_message`, the rest goes to Bolt. A reply
+        that failed for a passing reason within the acknowledgement budget gets 503: not
+        acknowledged, so Slack delivers the event again."""
         timestamp = headers.get("X-Slack-Request-Timestamp", "")
         signature = headers.get("X-Slack-Signature", "")
         try:
@@ -397,8 +456,16 @@ class SlackBot:
             )
             return BoltResponse(status=401, body="")
         try:
-            request = AsyncBoltRequest(body=raw.decode("utf-8"), query=query, headers=dict(headers))
-        except (ValueError, TypeError, AttributeError, KeyError) as error:  # not UTF-8, JSON, form
+            text = raw.decode("utf-8")
+        except ValueError as error:
+            log.info("refused a malformed request (%d bytes): %s", len(raw), type(error).__name__)
+            return BoltResponse(status=400, body="")
+        message = message_event(text)
+        if message is not None:
+            return await self._dispatch_message(*message, headers)
+        try:
+            request = AsyncBoltRequest(body=text, query=query, headers=dict(headers))
+        except (ValueError, TypeError, AttributeError, KeyError) as error:  # not JSON, form
             log.info("refused a malformed request (%d bytes): %s", len(raw), type(error).__name__)
             return BoltResponse(status=400, body="")
         if not isinstance(request.body, dict):
@@ -408,6 +475,28 @@ class SlackBot:
         if request.context.get(FAILED):
             return BoltResponse(status=503, body="")
         return response
+
+    async def _dispatch_message(
+        self, body: dict[str, Any], event: dict[str, Any], headers: Mapping[str, str]
+    ) -> BoltResponse:
+        """A signed ``message`` event over HTTP (most of what Slack sends), answered as the
+        Bolt app answers it but without its per-request machinery: a Web API client, context
+        and logger made per request, seven middleware, listener matching and argument
+        injection took about 8% of the worker's CPU per message (``bench/throughput.py`` under
+        py-spy). What that machinery does for a message event is done here:
+        a message that is not a person's (the bot's own included: Bolt's self-event filter)
+        is acknowledged unanswered, the delivery is checked (:func:`admit`, as the
+        :class:`Deduplicate` middleware does) and the message listener's work runs. Socket
+        Mode, mentions, slash commands, buttons and every other request go through Bolt."""
+        if not is_user_message(event) or event.get("user") == self.bot_user_id:
+            return BoltResponse(status=200, body="")  # nothing to answer, nothing to remember
+        context: dict[str, Any] = {}
+        retry = headers.get("X-Slack-Retry-Num", "0")
+        early = await admit(self.recent, body, retry, context, http=True)
+        if early is not None:
+            return early
+        await self._answer_message(event, self.bot_user_id, context)
+        return BoltResponse(status=503 if context.get(FAILED) else 200, body="")
 
     # --- lifecycle -------------------------------------------------------------------------------
 
@@ -514,9 +603,14 @@ class SlackBot:
     # --- listeners: hand over and return ---------------------------------------------------------
 
     async def _on_message(self, event: dict[str, Any], context: AsyncBoltContext) -> None:
+        await self._answer_message(event, context.bot_user_id, context)
+
+    async def _answer_message(
+        self, event: dict[str, Any], bot_user_id: str | None, context: MutableMapping[str, Any]
+    ) -> None:
         work = self._answer_event(
             event,
-            context.bot_user_id,
+            bot_user_id,
             mention=False,
             delivery=context.get(DELIVERY),
             claim_later=bool(context.get(CLAIM_LATER)),

@@ -11,6 +11,7 @@ client or ``link_names`` setting turns them into a ping. Section texts are also 
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import ClassVar
 
@@ -24,6 +25,8 @@ _BROADCAST = re.compile(r"@(?=(?:here|channel|everyone)\b)", re.IGNORECASE)
 
 def escape(value: str) -> str:
     """Text safe inside mrkdwn (and the ``text`` fallback): the three escapes, defused pings."""
+    if not ("&" in value or "<" in value or ">" in value or "@" in value):
+        return value  # most texts of a reply (a few dozen each): nothing to escape
     value = value.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
     return _BROADCAST.sub("@" + WORD_JOINER, value)
 
@@ -56,6 +59,8 @@ class SlackEncoder(Encoder):
 
     def __init__(self, *, inline_images: bool = False) -> None:
         self.inline_images = inline_images
+        #: the images met while encoding, in order (to upload unless they are inline)
+        self.images: list[Image] = []
 
     def text(self, value: str) -> str:
         return escape(value)
@@ -79,6 +84,7 @@ class SlackEncoder(Encoder):
         return self.DIE_STYLE[die.role].format(face)
 
     def image(self, image: Image) -> str:
+        self.images.append(image)
         return f"[image: {escape(image.alt)}]" if self.inline_images else ""
 
     def actions(self, actions: Actions) -> str:
@@ -110,8 +116,10 @@ class SlackPlainEncoder(Encoder):
 _CONTROL = re.compile(r"<([^<>]*)>")
 
 
+@functools.lru_cache(maxsize=16)
 def mention_pattern(user_id: str) -> re.Pattern[str]:
-    """Slack's encoding of a mention of ``user_id``: ``<@U123>`` or ``<@U123|name>``."""
+    """Slack's encoding of a mention of ``user_id``: ``<@U123>`` or ``<@U123|name>`` (made
+    once per user id: every message is searched for the bot's)."""
     return re.compile(rf"<@{re.escape(user_id)}(?:\|[^<>]*)?>")
 
 

@@ -102,7 +102,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     import contextlib
     import signal
 
-    from coterie.ops.lifecycle import describe_store, stop_on_signal, until_interrupted
+    from coterie.ops.lifecycle import (
+        describe_store,
+        settle_memory,
+        stop_on_signal,
+        until_interrupted,
+    )
     from coterie.ops.logs import setup_logging
 
     config = _config(args.config)
@@ -128,6 +133,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         app.state = await _open_store(config, verbose=args.verbose)
         logging.getLogger("coterie").info("%s", describe_store(config))
         await app.start()
+        settle_memory()
         ops = await serve_ops(app, names, port_offset=port_offset)
         try:
             await app.run_adapters(names, stopping=stopping)
