@@ -317,15 +317,21 @@ async def admit(
 ) -> BoltResponse | None:
     """Whether a delivery is to be answered here: ``None`` (answer it; its id is left in
     ``context``) or the response that acknowledges it without an answer (already answered) or,
-    over HTTP, refuses it for now (being answered right now: Slack asks again later)."""
+    over HTTP, refuses it for now (being answered right now: Slack asks again later). ``retry``
+    is Slack's ``X-Slack-Retry-Num`` (``"0"``: its first attempt)."""
     key = delivery_key(body)
     if key is None:
         return None
     # a message event is claimed in its command's transaction (one write transaction per
-    # message): here it is only checked; slash commands and buttons are claimed here
+    # message): here it is only checked (not even in the store for an HTTP first attempt, which
+    # nobody can have stored: a round trip less on PostgreSQL); slash commands and buttons are
+    # claimed here
     later = key.startswith("event:")
     try:
-        claim = await (recent.check(key) if later else recent.claim(key))
+        if later:
+            claim = await recent.check(key, first=http and retry == "0")
+        else:
+            claim = await recent.claim(key)
     except Exception:  # a broken store must not silence the bot
         log.exception("state store failed; %s is answered without de-duplication", key)
         return None
@@ -491,7 +497,7 @@ class SlackBot:
         if not is_user_message(event) or event.get("user") == self.bot_user_id:
             return BoltResponse(status=200, body="")  # nothing to answer, nothing to remember
         context: dict[str, Any] = {}
-        retry = headers.get("X-Slack-Retry-Num", "0")
+        retry = headers.get("X-Slack-Retry-Num") or headers.get("x-slack-retry-num") or "0"
         early = await admit(self.recent, body, retry, context, http=True)
         if early is not None:
             return early

@@ -142,17 +142,19 @@ class RecentDeliveries:
         if entry is not None:  # a lapsed claim: its worker died, maybe after posting the reply
             self._resumed.add(key)
 
-    async def check(self, key: str) -> Claim:
+    async def check(self, key: str, *, first: bool = False) -> Claim:
         """What :meth:`claim` would answer, without writing: :data:`NEW` means the delivery
         may be answered and its claim is to be made by :meth:`claim_later` (in the command's
-        own transaction), or by :meth:`settle` before replying."""
+        own transaction), or by :meth:`settle` before replying. A ``first`` delivery (Slack's
+        first attempt, not a retry) has nothing in the store yet: the store is not read (the
+        claim, made in the transaction, is the check that counts; this one only saves work)."""
         now = self._clock()
         if self._marks.pending(key) is not None:
             return DONE
         started = self._answering.get(key)
         if key in self._claimed or (started is not None and now - started < self.lease):
             return BUSY  # being answered here
-        entry = self._live(await self._store.get(NAMESPACE, key), now)
+        entry = None if first else self._live(await self._store.get(NAMESPACE, key), now)
         if entry is not None:
             if entry.get("done") is True:
                 return DONE
