@@ -485,7 +485,11 @@ class TelegramBot:
         lease = self.settings.claim_lease
         try:
             if later:
-                first = await self.seen.check(str(update_id), lease=lease)
+                # over the webhook the store is not read here: the claim in the command's
+                # transaction finds an update answered or being answered (a round trip less
+                # per message on PostgreSQL)
+                webhook = self.settings.mode == "webhook"
+                first = await self.seen.check(str(update_id), lease=lease, look=not webhook)
             else:
                 first = await self.seen.add(str(update_id), lease=lease)
         except Exception:  # a broken store must not silence the bot
@@ -526,12 +530,15 @@ class TelegramBot:
                 await self._handle(update, pending)
             finally:
                 join_next_transaction(None)
-        except ClaimLost:
+        except ClaimLost as claim:
             lost = True
             self.seen.forget(str(update_id))
-            if self.settings.mode == "webhook":
-                self._elsewhere.add(update_id)
-            log.info("update %d is being answered elsewhere: not answered here", update_id)
+            if claim.answered:  # a delivery again of an update answered before: 200
+                log.info("update %d delivered again: not answered twice", update_id)
+            else:
+                if self.settings.mode == "webhook":  # 503: Telegram asks again later
+                    self._elsewhere.add(update_id)
+                log.info("update %d is being answered elsewhere: not answered here", update_id)
         finally:
             self.unanswered.discard(update_id)
             if not lost:
@@ -571,7 +578,8 @@ class TelegramBot:
             log.exception("state store failed; an update is answered without de-duplication")
             return
         if not taken:
-            raise ClaimLost(pending.full)
+            key = pending.full.removeprefix(self.seen._prefix)
+            raise ClaimLost(pending.full, answered=await self.seen.is_done(key))
 
     async def _on_message(self, tg: TelegramMessage, pending: PendingId | None = None) -> None:
         chat = tg.chat

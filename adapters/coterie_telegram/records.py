@@ -171,10 +171,13 @@ class SeenIds:
             await self.prune()
         return True
 
-    async def check(self, key: str, *, lease: float) -> bool:
+    async def check(self, key: str, *, lease: float, look: bool = True) -> bool:
         """What :meth:`add` with ``lease`` would answer, without writing: true means the
         update may be answered here, its claim made by :meth:`claim_later` in the command's
-        own transaction (or by :meth:`settle` before replying)."""
+        own transaction (or by :meth:`settle` before replying). Without ``look`` only this
+        process's own records are asked, not the store: the claim, made in the transaction,
+        is the check that counts (it raises :class:`ClaimLost`, saying whether the update was
+        answered); this one only saves work."""
         now = self._clock()
         full = self._prefix + key
         if self._marks.pending(full) is not None or full in self._claims:
@@ -182,7 +185,7 @@ class SeenIds:
         started = self._answering.get(full)
         if started is not None and now - started < lease:
             return False
-        found = await self._store.get(self._namespace, full)
+        found = await self._store.get(self._namespace, full) if look else None
         at = self._seen_at(found, now)
         if at is not None:
             claimed = isinstance(found, dict) and found.get("done") is False
@@ -302,9 +305,11 @@ class ClaimLost(CommandRefused):
     refusal to the core (raised through the command's transaction, which is rolled back, and
     not logged as a failure); its reply is never sent."""
 
-    def __init__(self, full: str) -> None:
+    def __init__(self, full: str, *, answered: bool = False) -> None:
         super().__init__(Reply([Text("(answered by another process)")]))
         self.full = full
+        #: the update was answered already (else: another process holds its claim)
+        self.answered = answered
 
 
 class PendingId:
@@ -328,7 +333,7 @@ class PendingId:
         self._marks = await seen._marks.write_into(tx)
         now = seen._clock()
         if not await seen._add_in(tx, self.full, now, self.lease):
-            raise ClaimLost(self.full)
+            raise ClaimLost(self.full)  # (the bot's settle then says whether it was answered)
         self._at = now
 
     def committed(self) -> None:
