@@ -579,7 +579,12 @@ class TelegramBot:
             return
         if not taken:
             key = pending.full.removeprefix(self.seen._prefix)
-            raise ClaimLost(pending.full, answered=await self.seen.is_done(key))
+            try:
+                answered = await self.seen.is_done(key)
+            except Exception:  # not known: 503, and Telegram asks again later
+                log.exception("state store failed; update %s taken for one answered elsewhere", key)
+                answered = False
+            raise ClaimLost(pending.full, answered=answered)
 
     async def _on_message(self, tg: TelegramMessage, pending: PendingId | None = None) -> None:
         chat = tg.chat
