@@ -536,3 +536,34 @@ async def test_receiving_what_is_not_an_update_or_cannot_be_read(caplog):
     await bot.drain(5)
     assert bot.busy == 0
     await bot.bot.shutdown()
+
+
+async def test_a_lost_claim_says_whether_the_update_was_answered(monkeypatch):
+    """Before replying, a claim found taken is either an update answered before (200 over the
+    webhook) or one another process is answering (503); a store that cannot tell says 503."""
+    from coterie_telegram.records import ClaimLost
+
+    bot = make_bot()
+    pending = bot.seen.claim_later("7", lease=60)
+
+    async def not_taken(_: Any) -> bool:
+        return False
+
+    monkeypatch.setattr(bot.seen, "settle", not_taken)
+    for done, expected in ((True, True), (False, False)):
+
+        async def is_done(_: str, done: bool = done) -> bool:
+            return done
+
+        monkeypatch.setattr(bot.seen, "is_done", is_done)
+        with pytest.raises(ClaimLost) as lost:
+            await bot._settle(pending)
+        assert lost.value.answered is expected
+
+    async def failing(_: str) -> bool:
+        raise OSError("the store is away")
+
+    monkeypatch.setattr(bot.seen, "is_done", failing)
+    with pytest.raises(ClaimLost) as lost:
+        await bot._settle(pending)
+    assert lost.value.answered is False
