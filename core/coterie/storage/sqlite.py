@@ -31,9 +31,6 @@ writing: contextvars.ContextVar[frozenset[int]] = contextvars.ContextVar(
     "coterie_sqlstore_writing", default=frozenset()
 )
 
-#: the SQLite stores whose write transaction the current task is inside (to refuse a nested
-#: write, which would otherwise wait for itself)
-
 #: how long a SQLite writer waits for another process's write lock before failing
 SQLITE_BUSY_TIMEOUT_MS = 30_000
 #: commits of a SQLite store between two checkpoints of its WAL into the database file; the
@@ -131,9 +128,10 @@ class RememberedValues:
     text, ``None`` for none), kept while nothing else wrote to the file: SQLite's
     ``PRAGMA data_version`` changes whenever *another* connection — another process, a plugin's
     SQLAlchemy engine — commits, and then every value is forgotten; this store's own writes forget
-    their keys as they are made (:class:`LiteTransaction`). A look-up still asks the file whether
-    it changed (the pragma: a few microseconds, where a read is several times that), so nothing
-    stale is ever answered."""
+    their keys as they are made (:class:`LiteTransaction`; a write through the writing connection
+    made any other way would not be seen: there is none). A look-up still asks the file whether it
+    changed (the pragma costs about half the read it replaces), so nothing stale is ever
+    answered."""
 
     __slots__ = ("values", "version")
 
