@@ -1,5 +1,6 @@
-"""Helpers the benchmarks share: the run's header, medians and percentiles, and a config whose
-rate limits let a benchmark's thousands of commands through (the limiter still runs)."""
+"""Helpers the benchmarks share: the run's header, medians and percentiles, a process's CPU time,
+and a config whose rate limits let a benchmark's thousands of commands through (the limiter
+still runs)."""
 
 from __future__ import annotations
 
@@ -19,6 +20,18 @@ BENCH_RATE: dict[str, Any] = {
     "room_burst": 100_000,
     "room_per_minute": 1_000_000,
 }
+
+
+def cpu_seconds(pid: int | None) -> float:
+    """User + system CPU seconds of process ``pid`` so far (Linux ``/proc``; 0 elsewhere)."""
+    if pid is None:
+        return 0.0
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def cpu_model() -> str:

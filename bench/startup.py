@@ -38,19 +38,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import header
+from common import cpu_seconds, header
 
 BIN = Path(sys.executable).parent
-
-
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU seconds of a running process so far (Linux ``/proc``; else 0)."""
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
-            fields = stat.read().rsplit(")", 1)[1].split()
-    except OSError:
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def first_answer(argv: list[str], env: dict[str, str], cwd: str) -> tuple[float, float]:

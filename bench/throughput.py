@@ -50,7 +50,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import aiohttp  # noqa: E402
-from common import BENCH_RATE, header, median, percentile  # noqa: E402
+from common import BENCH_RATE, cpu_seconds, header, median, percentile  # noqa: E402
 
 import slack_fake  # noqa: E402
 import telegram_fake  # noqa: E402
@@ -80,18 +80,6 @@ MEMORY = "coterie memory"
 UPDATE_IDS = itertools.count(500_001)
 #: commands answered before the timed run (first-use costs: imports, caches, connections)
 WARMUP = 20
-
-
-def cpu_seconds(pid: int | None) -> float:
-    """User + system CPU seconds of process ``pid`` so far (Linux ``/proc``; 0 elsewhere)."""
-    if pid is None:
-        return 0.0
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
-            fields = stat.read().rsplit(")", 1)[1].split()
-    except OSError:
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def free_port() -> int:
