@@ -5,6 +5,8 @@
   fixtures fail, not skip: the PostgreSQL path is part of ``make test``.
 * ``migrated_store`` is each kind of store in turn (memory, SQLite, PostgreSQL), the SQL ones
   migrated to the newest schema; a test module takes it as its ``store``.
+* ``pg_trips`` counts PostgreSQL round trips: every asyncpg ``fetch``/``fetchval``/``fetchrow``/
+  ``execute`` call of the test, each one round trip (``pg_trips["n"]``).
 * Every test starts with ``COTERIE_DATABASE_URL=memory://`` (autouse), inherited by the CLI
   subprocesses it starts: ``coterie chat``/``run`` in a test never writes a database under the
   repository's ``data_dir`` that a later test (or run) would read. A test of persistence sets
@@ -16,6 +18,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -66,3 +69,20 @@ async def migrated_store(
         made = SQLStore(url)
     yield made
     await made.close()
+
+
+@pytest.fixture
+def pg_trips(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
+    """asyncpg calls from now on, each one round trip: ``pg_trips["n"]``."""
+    from asyncpg.connection import Connection  # type: ignore[import-untyped]
+
+    counted = {"n": 0}
+    for name in ("fetch", "fetchval", "fetchrow", "execute"):
+        real = getattr(Connection, name)
+
+        async def call(self: Any, *args: Any, real: Any = real, **kwargs: Any) -> Any:
+            counted["n"] += 1
+            return await real(self, *args, **kwargs)
+
+        monkeypatch.setattr(Connection, name, call)
+    return counted

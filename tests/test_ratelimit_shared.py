@@ -118,27 +118,15 @@ async def test_an_unreachable_store_falls_back_to_limiting_in_this_process() -> 
 
 
 async def test_shared_rows_take_two_round_trips_and_lose_no_update(
-    pg_url: str, monkeypatch: pytest.MonkeyPatch
+    pg_url: str, pg_trips: dict[str, int]
 ) -> None:
     """The rows locked and read in one round trip, written and unlocked in the next; many
     updates at once from two stores (each with its own connections) lose none."""
-    from asyncpg.connection import Connection  # type: ignore[import-untyped]
-
     from coterie.storage.shared import update_rows
 
     await upgrade(pg_url)
     first, second = SQLStore(pg_url), SQLStore(pg_url)
-    trips = {"n": 0}
-    for name in ("fetch", "fetchval", "fetchrow", "execute"):
-        real = getattr(Connection, name)
-
-        async def call(
-            self: object, *args: object, real: object = real, **kwargs: object
-        ) -> object:
-            trips["n"] += 1
-            return await real(self, *args, **kwargs)  # type: ignore[operator]
-
-        monkeypatch.setattr(Connection, name, call)
+    trips = pg_trips
 
     def add(rows: dict[str, object]) -> tuple[dict[str, object], None]:
         return {k: int(rows.get(k, 0)) + 1 for k in ("a", "b")}, None  # type: ignore[call-overload]

@@ -9,7 +9,6 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-from asyncpg.connection import Connection  # type: ignore[import-untyped]
 
 from coterie.framework.app import Coterie
 from coterie.framework.config import Config
@@ -18,21 +17,6 @@ from coterie.storage.joining import join_next_transaction
 from coterie.storage.migrate import upgrade
 from coterie.storage.readahead import expect_reads, expected, forget
 from coterie.storage.sql import SQLStore
-
-
-@pytest.fixture
-def trips(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
-    """asyncpg calls, each one round trip."""
-    counted = {"n": 0}
-    for name in ("fetch", "fetchval", "fetchrow", "execute"):
-        real = getattr(Connection, name)
-
-        async def call(self: Any, *args: Any, real: Any = real, **kwargs: Any) -> Any:
-            counted["n"] += 1
-            return await real(self, *args, **kwargs)
-
-        monkeypatch.setattr(Connection, name, call)
-    return counted
 
 
 @pytest.fixture
@@ -54,11 +38,11 @@ def test_what_is_said_adds_up_and_is_taken_back() -> None:
     assert expected() == ()
 
 
-async def test_a_key_said_is_read_with_the_lock(store: SQLStore, trips: dict[str, int]) -> None:
+async def test_a_key_said_is_read_with_the_lock(store: SQLStore, pg_trips: dict[str, int]) -> None:
     await store.set("ns", "said", {"v": 1})
     async with store.transaction(lock="room") as tx:  # the lock's read-ahead: just "room"
         await tx.get("ns", "room")
-    before = trips["n"]
+    before = pg_trips["n"]
     token = expect_reads([("ns", "said")])
     try:
         async with store.transaction(lock="room") as tx:
@@ -67,25 +51,27 @@ async def test_a_key_said_is_read_with_the_lock(store: SQLStore, trips: dict[str
             await tx.set("ns", "room", 1)
     finally:
         forget(token)
-    assert trips["n"] - before == 2  # the lock with the reads; the commit
-    before = trips["n"]
+    assert pg_trips["n"] - before == 2  # the lock with the reads; the commit
+    before = pg_trips["n"]
     async with store.transaction(lock="room") as tx:  # nothing said this time
         await tx.get("ns", "room")
         assert await tx.get("ns", "said") == {"v": 1}  # not kept as the room's read-ahead
-    assert trips["n"] - before == 3  # lock and read, the key said before, the unlock
+    assert pg_trips["n"] - before == 3  # lock and read, the key said before, the unlock
 
 
-async def test_a_key_not_said_costs_its_round_trip(store: SQLStore, trips: dict[str, int]) -> None:
+async def test_a_key_not_said_costs_its_round_trip(
+    store: SQLStore, pg_trips: dict[str, int]
+) -> None:
     """The control: without the hint, the same transaction takes one round trip more."""
     await store.set("ns", "said", {"v": 1})
     async with store.transaction(lock="room") as tx:
         await tx.get("ns", "room")
-    before = trips["n"]
+    before = pg_trips["n"]
     async with store.transaction(lock="room") as tx:
         await tx.get("ns", "room")
         assert await tx.get("ns", "said") == {"v": 1}
         await tx.set("ns", "room", 1)
-    assert trips["n"] - before == 3
+    assert pg_trips["n"] - before == 3
 
 
 class Claim:
@@ -105,7 +91,7 @@ class Claim:
 
 
 async def test_a_claimed_command_from_a_platform_event_takes_two_round_trips(
-    store: SQLStore, trips: dict[str, int]
+    store: SQLStore, pg_trips: dict[str, int]
 ) -> None:
     """An adapter's delivery: the claim is read first (with the lock), the event's record
     second — said ahead, so in the same round trip (one more without: see the control above)."""
@@ -134,10 +120,10 @@ async def test_a_claimed_command_from_a_platform_event_takes_two_round_trips(
     try:
         for n in range(5):  # warm up: connections, the room's read-ahead
             await deliver(n)
-        before = trips["n"]
+        before = pg_trips["n"]
         for n in range(5, 17):
             reply = await deliver(n)
             assert reply is not None and not reply.is_error
-        assert (trips["n"] - before) / 12 == 2
+        assert (pg_trips["n"] - before) / 12 == 2
     finally:
         await app.stop()

@@ -12,7 +12,6 @@ from typing import Any
 
 import pytest
 import sqlalchemy as sa
-from asyncpg.connection import Connection  # type: ignore[import-untyped]
 
 from coterie.framework.app import Coterie
 from coterie.framework.config import DATABASE_URL_ENV, load_config, parse_config
@@ -365,20 +364,12 @@ async def test_a_roll_by_name_reads_the_sheet_in_one_select_on_sqlite(tmp_path: 
 
 
 async def test_a_roll_by_name_stays_within_two_round_trips_on_postgresql(
-    pg_url: str, monkeypatch: pytest.MonkeyPatch
+    pg_url: str, pg_trips: dict[str, int]
 ) -> None:
     await upgrade(pg_url)
     store = SQLStore(pg_url)
     app = _app(store)
-    trips = {"n": 0}
-    for name in ("fetch", "fetchval", "fetchrow", "execute"):
-        real = getattr(Connection, name)
-
-        async def counted(self: Any, *args: Any, real: Any = real, **kwargs: Any) -> Any:
-            trips["n"] += 1
-            return await real(self, *args, **kwargs)
-
-        monkeypatch.setattr(Connection, name, counted)
+    trips = pg_trips
     players = ["ana", "bo", "cy"]
     try:
         for user in players:
