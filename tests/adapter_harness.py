@@ -1,5 +1,5 @@
-"""Shared by the adapter tests: run an adapter for the length of a block; a crash or a hang
-fails the test."""
+"""Shared by the adapter tests: run an adapter for the length of a block (a crash or a hang
+fails the test); a store that counts the look-ups of one namespace."""
 
 from __future__ import annotations
 
@@ -37,3 +37,21 @@ async def serving(adapter: AdapterT, *, timeout: float = 10.0) -> AsyncIterator[
                 await task
             raise AssertionError("the adapter did not stop")
     task.result()
+
+
+class LookUps:
+    """A store that counts its reads of ``namespace`` outside transactions (``.reads``): an
+    adapter's look-ups of its delivery records."""
+
+    def __init__(self, store: Any, namespace: str) -> None:
+        self.store = store
+        self.namespace = namespace
+        self.reads = 0
+
+    async def get(self, namespace: str, key: str) -> Any:
+        if namespace == self.namespace:
+            self.reads += 1
+        return await self.store.get(namespace, key)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.store, name)

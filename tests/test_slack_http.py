@@ -14,6 +14,7 @@ from typing import Any
 import aiohttp
 import pytest
 
+from adapter_harness import LookUps
 from character_script import v5_character_session
 from coterie_slack import SlackAdapter
 from coterie_slack.bot import MAX_LOG_CHARS
@@ -442,41 +443,25 @@ async def test_a_retried_event_is_answered_once(fake, session):
     assert len(fake.ok_calls("chat.postMessage")) == 2
 
 
-class ReadCountingStore:
-    """A store that counts the reads of Slack's delivery records outside transactions."""
-
-    def __init__(self, store: Any) -> None:
-        self.store = store
-        self.delivery_reads = 0
-
-    async def get(self, namespace: str, key: str) -> Any:
-        if namespace == "slack.events":
-            self.delivery_reads += 1
-        return await self.store.get(namespace, key)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.store, name)
-
-
 async def test_a_first_attempt_is_not_looked_up_and_a_replay_is_answered_once(fake, session):
     """Slack's first attempt at an event (no X-Slack-Retry-Num) cannot have been stored by
     anyone: the store is not read for it before answering (a round trip less on PostgreSQL);
     the claim, made in the command's transaction, still finds a replayed one."""
     adapter = adapter_for(fake)
-    counting = ReadCountingStore(adapter.app.state.store)
+    counting = LookUps(adapter.app.state.store, "slack.events")
     adapter.app.state = counting
     event = message_event("!roll 2")
     async with serving(adapter) as running:
         assert await post_event(session, running, event) == (200, "")
         await settle(running)
-        assert counting.delivery_reads == 0
+        assert counting.reads == 0
         # the same first attempt again (a replay, not a retry): acknowledged, not answered
         assert await post_event(session, running, event) == (200, "")
         await settle(running)
         retry = {"X-Slack-Retry-Num": "1", "X-Slack-Retry-Reason": "http_timeout"}
         assert await post_event(session, running, event, headers=retry) == (200, "")
         await settle(running)
-        assert counting.delivery_reads == 1  # a retry is looked up first, as before
+        assert counting.reads == 1  # a retry is looked up first, as before
     assert len(fake.ok_calls("chat.postMessage")) == 1
 
 

@@ -14,6 +14,7 @@ from typing import Any
 import aiohttp
 import pytest
 
+from adapter_harness import LookUps
 from coterie.storage.state import MemoryStore
 from coterie_telegram.bot import EXPIRED
 from telegram_fake import (
@@ -238,28 +239,12 @@ async def test_polling_takes_over_from_a_webhook(fake, lynn):
     assert fake.attempts("getUpdates")[0].ok
 
 
-class LookUps:
-    """A store that counts look-ups of update records outside transactions."""
-
-    def __init__(self, store: Any) -> None:
-        self.store = store
-        self.update_reads = 0
-
-    async def get(self, namespace: str, key: str) -> Any:
-        if namespace == "telegram.updates":
-            self.update_reads += 1
-        return await self.store.get(namespace, key)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.store, name)
-
-
 async def test_a_new_update_is_not_looked_up_before_it_is_answered(fake, lynn, session):
     """Over the webhook the store is not read for an update before answering it (a round trip
     less on PostgreSQL): its claim, made in the command's transaction, finds one answered
     before, and a delivery again of it still gets 200 and no second answer; so does a message
     that is not a command."""
-    counting = LookUps(MemoryStore())
+    counting = LookUps(MemoryStore(), "telegram.updates")
     headers = {SECRET_HEADER: WEBHOOK_SECRET, "Content-Type": "application/json"}
     roll = await fake.user_message(GROUP, lynn, "!roll 1 6")
     talk = await fake.user_message(GROUP, lynn, "good evening")
@@ -271,7 +256,7 @@ async def test_a_new_update_is_not_looked_up_before_it_is_answered(fake, lynn, s
                 local_url(adapter), data=json.dumps(update), headers=headers
             ) as response:
                 statuses.append(response.status)
-        assert counting.update_reads == 0
+        assert counting.reads == 0
         for update in (roll, talk):  # Telegram did not see the 200s and posts them again
             async with session.post(
                 local_url(adapter), data=json.dumps(update), headers=headers
