@@ -204,11 +204,18 @@ class SQLStore(SQLCharacterReads):
         """``work`` on a connection outside any transaction: the writing one while no
         transaction of this store is open (its page cache is current after its own commits:
         fewer system calls), else the reading one (which sees only what is committed)."""
-        writer = self._writer
-        if writer is not None and not self._write_lock.locked() and not writer.in_transaction:
+        writer = self._idle_writer()
+        if writer is not None:
             return await when_free(lambda: work(writer), "read")
         db = self._lite(reader=True)
         return await when_free(lambda: work(db), "read")
+
+    def _idle_writer(self) -> sqlite3.Connection | None:
+        """The writing connection when it is open and no transaction of this store is."""
+        writer = self._writer
+        if writer is not None and not self._write_lock.locked() and not writer.in_transaction:
+            return writer
+        return None
 
     # --- PostgreSQL ---
 
@@ -347,8 +354,8 @@ class SQLStore(SQLCharacterReads):
 
     async def get(self, namespace: str, key: str) -> Any | None:
         if self.path is not None:
-            writer = self._writer
-            if writer is not None and not self._write_lock.locked() and not writer.in_transaction:
+            writer = self._idle_writer()
+            if writer is not None:
                 # through the writing connection, remembered while the file is unchanged (every
                 # message reads its room's settings)
                 try:
