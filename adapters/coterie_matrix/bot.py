@@ -178,6 +178,9 @@ class MatrixBot:
         self._backoff = Backoff(settings.reconnect_initial, settings.reconnect_max)
         self._failure: LoginFailed | None = None
         self._presses = asyncio.Lock()
+        #: per user, held while a private part goes out: one command's parts reach the direct
+        #: room before the next command's (the first waits while the room is made)
+        self._private_locks: dict[str, asyncio.Lock] = {}
         #: timers that take a reply's buttons back when they lapse
         self._lapses: dict[str, asyncio.Task[None]] = {}
         self._swept = False
@@ -793,7 +796,18 @@ class MatrixBot:
 
     async def _deliver_private(self, part: Private, target: Target, cause: str) -> None:
         """A part for one user only, in the bot's direct-message room with them (created once,
-        then reused; encrypted when the room the command came from is)."""
+        then reused; encrypted when the room the command came from is). Parts for one user go
+        out one delivery at a time, in the order they were started: a part that waits while
+        the direct room is made is not overtaken by the next command's."""
+        lock = self._private_locks.setdefault(part.user, asyncio.Lock())
+        try:
+            async with lock:
+                await self._deliver_private_now(part, target, cause)
+        finally:
+            if not lock.locked() and not getattr(lock, "_waiters", None):
+                self._private_locks.pop(part.user, None)
+
+    async def _deliver_private_now(self, part: Private, target: Target, cause: str) -> None:
         source = self.client.rooms.get(target.room_id)
         encrypted = bool(source is not None and source.encrypted)
         room_id = await self._direct_room(part.user, encrypted=encrypted)
