@@ -127,3 +127,28 @@ async def test_a_claimed_command_from_a_platform_event_takes_two_round_trips(
         assert (pg_trips["n"] - before) / 12 == 2
     finally:
         await app.stop()
+
+
+async def test_a_take_said_is_made_once_with_the_lock_and_kept_if_rolled_back(
+    store: SQLStore,
+) -> None:
+    """A take said before a transaction opens is made in its first round trip and committed
+    there: the transaction rolling back keeps it. Another transaction opened inside it (a
+    plugin's own, on another lock) makes no second take."""
+    from coterie.storage.readahead import expect_take, forget_take
+    from coterie.storage.shared import take_request
+
+    request = take_request("bucket", "user:u", "room:r", 1.0, 100.0, (5.0, 9.0), (1.0, 1.0))
+    token = expect_take(request)
+    try:
+        with pytest.raises(RuntimeError):
+            async with store.transaction(lock="room") as tx:
+                assert await tx.get("ns", "room") is None
+                assert await tx.taken() == {"allowed": True}
+                async with store.transaction(lock="elsewhere") as inner:
+                    assert await inner.taken() is None
+                raise RuntimeError("the command failed")
+    finally:
+        forget_take(token)
+    assert (await store.get("bucket", "user:u"))["t"] == 4.0  # one token, kept
+    assert (await store.get("bucket", "room:r"))["t"] == 8.0

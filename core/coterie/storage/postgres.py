@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from coterie.storage.character_rows import UNDO_DEPTH, Character, CharacterWrites, parse_sheet
 from coterie.storage.pg_functions import PG_SETUP as PG_SETUP
-from coterie.storage.readahead import expected, expected_take
+from coterie.storage.readahead import expected, take_expected
 from coterie.storage.state import RollRecord, check_json
 
 if TYPE_CHECKING:
@@ -111,7 +111,7 @@ class PGTransaction:
         #: the lock, and not remembered for the next one (they are new with every message)
         self._expected = expected()
         #: tokens to take with the first round trip (said before it opened), and the verdict
-        self._take = expected_take()
+        self._take = take_expected()
         self._taken: str | None = None
         self.started = False
         #: a database call is under way (an exception now leaves the connection in doubt)

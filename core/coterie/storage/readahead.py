@@ -41,9 +41,13 @@ def forget_take(token: contextvars.Token[str | None]) -> None:
     _take.reset(token)
 
 
-def expected_take() -> str | None:
-    """The take the transaction opening now is said to make."""
-    return _take.get()
+def take_expected() -> str | None:
+    """The take the transaction opening now is said to make; it is this transaction's alone (a
+    transaction opened after it in the same task, before :func:`forget_take`, makes none)."""
+    request = _take.get()
+    if request is not None:
+        _take.set(None)
+    return request
 
 
 def expect_reads(keys: Iterable[Key]) -> contextvars.Token[tuple[Key, ...]]:
