@@ -30,7 +30,6 @@ import threading
 import time
 from collections import Counter, deque
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass
 from importlib.metadata import EntryPoint, PackageNotFoundError, distribution, entry_points
 from typing import Any
 
@@ -38,6 +37,7 @@ import pluggy
 
 from coterie.errors import ConfigError
 from coterie.framework import hookspecs
+from coterie.records import dataclass
 
 log = logging.getLogger("coterie.plugins")
 
