@@ -6,9 +6,11 @@ Checked on ``sys.modules`` of a real ``coterie chat`` in a subprocess, not on a 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -209,3 +211,49 @@ async def test_a_deferred_rule_set_that_fails_to_import_is_reported_when_needed(
     assert (failure.plugin, failure.where) == ("v5", "load")
     assert "not installed" in failure.error
     assert "3 dice" in (await say(app, "!roll 3") or "")
+
+
+WARM = """
+import json, sys
+from coterie.ops.cli import main
+code = main(["chat", "--config", sys.argv[1], "--user", "lynn"])
+from coterie.records import compiled_here
+with open(sys.argv[2], "w", encoding="utf-8") as out:
+    json.dump({"code": code, "modules": sorted(sys.modules), "compiled": compiled_here()}, out)
+"""
+
+
+def test_a_warm_start_reads_no_distribution_metadata_and_compiles_no_dataclass(tmp_path, cli_env):
+    # as an installed coterie starts: bytecode written (here under a prefix of the test's own),
+    # so the entry points' index and the dataclasses' methods are kept beside it
+    # (coterie.framework.entrypoints, coterie.records); the first start writes them
+    (tmp_path / "coterie.toml").write_text("", encoding="utf-8")
+    env = {
+        k: v
+        for k, v in cli_env.items()
+        if k not in ("COTERIE_DATABASE_URL", "PYTHONDONTWRITEBYTECODE")
+    }
+    env["PYTHONPYCACHEPREFIX"] = str(tmp_path / "pycache")
+    work = tmp_path / "work"
+    (work / "data").mkdir(parents=True)
+    old = time.time() - 3600
+    os.utime(work, (old, old))  # the working directory is on sys.path (python -c)
+    reports = []
+    for _ in range(2):
+        done = subprocess.run(
+            [sys.executable, "-c", WARM, str(tmp_path / "coterie.toml"), str(tmp_path / "r.json")],
+            input="!roll 3\n",
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=work,
+            timeout=120,
+        )
+        assert done.returncode == 0, done.stderr
+        assert "3 dice, difficulty 6" in done.stdout
+        reports.append(json.loads((tmp_path / "r.json").read_text(encoding="utf-8")))
+    cold, warm = reports
+    assert "importlib.metadata" in cold["modules"] and cold["compiled"] > 100
+    for module in ("importlib.metadata", "email", "zipfile", "csv"):
+        assert module not in warm["modules"], module
+    assert warm["compiled"] == 0
