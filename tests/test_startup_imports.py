@@ -78,6 +78,9 @@ def test_a_roll_in_chat_imports_only_its_rule_set_and_the_console(tmp_path, cli_
     assert "coterie_revised" in modules and "coterie_console" in modules
     assert [p for p in OTHER_RULE_SETS + ADAPTERS if imported(modules, p)] == []
     assert [p for p in HEAVY if imported(modules, p)] == []
+    # the odds commands' engine waits for `!odds` (the roll's expected successes use the rule
+    # set's own odds, not it)
+    assert "coterie.rulekit.odds" not in modules
 
 
 def test_a_rule_set_is_imported_when_a_room_plays_it(tmp_path, cli_env):
