@@ -6,7 +6,6 @@ Checked on ``sys.modules`` of a real ``coterie chat`` in a subprocess, not on a 
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import textwrap
@@ -17,6 +16,7 @@ import pytest
 
 from coterie.framework.app import Coterie
 from coterie.framework.config import parse_config
+from coterie.framework.entrypoints import SETTLED
 from coterie.framework.plugins import PROVIDES_GROUP, PluginHost, _installed
 
 OTHER_RULE_SETS = ("coterie_v5", "coterie_d6", "coterie_laia", "coterie_crossover")
@@ -237,10 +237,9 @@ def test_a_warm_start_reads_no_distribution_metadata_and_compiles_no_dataclass(t
         if k not in ("COTERIE_DATABASE_URL", "PYTHONDONTWRITEBYTECODE")
     }
     env["PYTHONPYCACHEPREFIX"] = str(tmp_path / "pycache")
-    work = tmp_path / "work"
+    work = tmp_path / "work"  # on sys.path (python -c): its times must be settled
     (work / "data").mkdir(parents=True)
-    old = time.time() - 3600
-    os.utime(work, (old, old))  # the working directory is on sys.path (python -c)
+    time.sleep(SETTLED + 0.2)
     reports = []
     for _ in range(2):
         done = subprocess.run(

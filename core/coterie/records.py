@@ -21,8 +21,9 @@ The cache follows the bytecode's rules: it is read when present; texts compiled 
 written at exit, unless ``sys.dont_write_bytecode`` (``PYTHONDONTWRITEBYTECODE``) is set; it
 carries :data:`importlib.util.MAGIC_NUMBER` and its name carries the interpreter's cache tag and
 optimisation level, so another Python never reads it; a file it cannot read or write is ignored
-(the texts are then compiled, as without it). Other libraries' dataclasses are not touched: the
-``exec`` is swapped only while this decorator runs, and only in :mod:`dataclasses`.
+(the texts are then compiled, as without it). Other libraries' dataclasses are left alone: the
+``exec`` is swapped only while this decorator runs, and only in :mod:`dataclasses` (a class
+another thread makes at that very moment gets its methods the same way, with the same result).
 
 For mypy this *is* :func:`dataclasses.dataclass` (re-exported when type checking), so the
 dataclass plugin sees every field as before.

@@ -10,22 +10,24 @@ reading every distribution's ``entry_points.txt`` was ~25-35 ms of a ``coterie c
 read the same things now. The index records what :mod:`importlib.metadata` looks at:
 
 * ``sys.path`` (each entry made absolute: ``""`` is the working directory) and the interpreter;
-* for each entry, its inode, modification time and size (a directory's changes when a
-  distribution's metadata directory is added, removed or renamed in it; a zip file's when it
-  is rewritten), and the metadata directories it held (``*.dist-info``, ``*.egg-info``,
-  ``EGG-INFO``);
+* for each entry, its inode, modification and status change times and size (a directory's
+  change when a distribution's metadata directory is added, removed or renamed in it; a zip
+  file's when it is rewritten), and the metadata directories it held (``*.dist-info``,
+  ``*.egg-info``, ``EGG-INFO``);
 * in each of those, the same of its ``entry_points.txt`` and ``METADATA`` (and ``PKG-INFO``,
   read in its place when there is no ``METADATA``), present or not, so a file edited in place
-  is seen too.
+  is seen too (the status change time cannot be set back, as the modification time can).
 
-Every one of them is looked at again (``stat``, ~270 calls here, ~1.5 ms) before the index is used;
-anything different, and :func:`scan` runs and the index is written anew. Only distributions found
-through ``sys.path`` are covered: if any finder on ``sys.meta_path`` other than the standard
-``PathFinder`` can find distributions, there is no index. An index is written only when every
-time it records is at least :data:`SETTLED` seconds old when read, so a change made within the
-same clock tick as the look (a ``pip install`` running at that moment) still gives a newer time
-than the one recorded. The file lives beside this module's bytecode and follows its rules (not
-written under ``PYTHONDONTWRITEBYTECODE``; written atomically; an unreadable one is ignored).
+Every one of them is looked at again (``stat``, ~270 calls here, ~1.5 ms) before the index is
+used; anything different, and :func:`scan` runs and the index is written anew. Only
+distributions found through ``sys.path`` are covered: if any finder on ``sys.meta_path`` other
+than the standard ``PathFinder`` can find distributions, there is no index. An index is written
+only when every time it records is at least :data:`SETTLED` seconds old when read, so a change
+made within the same clock tick as the look (a ``pip install`` running at that moment) still
+gives a newer time than the one recorded. The file lives beside this module's bytecode and
+follows its rules (not written under ``PYTHONDONTWRITEBYTECODE``; written atomically; an
+unreadable one is ignored). ``python -m coterie`` puts the working directory on ``sys.path``:
+started from a directory that changes between starts, it scans each time, as before.
 """
 
 from __future__ import annotations
@@ -42,7 +44,7 @@ from typing import Any
 __all__ = ["Dist", "Entry", "Found", "found", "scan"]
 
 #: the index's layout; another one is not read
-FORMAT = 2
+FORMAT = 3
 #: how old (seconds) every recorded time must be before an index is written
 SETTLED = 2.0
 
@@ -173,13 +175,16 @@ def scan(plugin_group: str, builtin_group: str, provides_group: str) -> Found:
 # --- the index ---------------------------------------------------------------------------------
 
 
-def _stat(path: str) -> tuple[int, int, int, bool]:
-    """(inode, modification time in ns, size, is a directory); (-1, -1, -1, False): absent."""
+def _stat(path: str) -> tuple[int, int, int, int, bool]:
+    """(inode, modification time, status change time (both ns), size, is a directory);
+    (-1, -1, -1, -1, False): absent. The status change time moves with every write, rename,
+    ``chmod`` and ``utime`` too, and cannot be set back."""
     try:
         st = os.stat(path)
     except (OSError, ValueError):
-        return (-1, -1, -1, False)
-    return (st.st_ino, st.st_mtime_ns, st.st_size, (st.st_mode & 0o170000) == 0o040000)
+        return (-1, -1, -1, -1, False)
+    is_dir = (st.st_mode & 0o170000) == 0o040000
+    return (st.st_ino, st.st_mtime_ns, st.st_ctime_ns, st.st_size, is_dir)
 
 
 def _metadata_children(directory: str) -> list[str]:
@@ -218,7 +223,7 @@ def _fingerprint(places: list[str]) -> list[Any]:
     for place in places:
         state = _stat(place)
         seen.append((place, state))
-        for child in _metadata_children(place) if state[3] else ():
+        for child in _metadata_children(place) if state[4] else ():
             where = os.path.join(place, child)
             metadata = os.path.join(where, "METADATA")
             files = [os.path.join(where, "entry_points.txt"), metadata]
@@ -235,7 +240,7 @@ def _still(seen: list[Any]) -> bool:
 
 def _settled(seen: list[Any], now_ns: int) -> bool:
     limit = now_ns - int(SETTLED * 1e9)
-    return all(state[1] <= limit for _, state in seen)
+    return all(state[1] <= limit and state[2] <= limit for _, state in seen)
 
 
 def _index_path() -> str | None:
