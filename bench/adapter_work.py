@@ -25,6 +25,7 @@ import sys
 import tempfile
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
@@ -40,6 +41,9 @@ IN_FLIGHT = 16
 WARMUP = 20
 CHANNELS = 10
 NO_LIMITS = {"rate": {"enabled": False}}
+#: Telegram update ids (a second sender on the same database must not send the first's again:
+#: they would be redeliveries)
+UPDATE_IDS = itertools.count(900_001)
 #: SQLite write transactions begun (each is one ``BEGIN IMMEDIATE``)
 BEGUN = [0]
 _lite = SQLStore._lite
@@ -103,7 +107,7 @@ Sender = tuple[Callable[[int], Awaitable[None]], Callable[[], Awaitable[None]], 
 
 
 @contextlib.asynccontextmanager
-async def slack_sender(url: str) -> AsyncIterator[Sender]:
+async def slack_sender(url: str, limits: dict[str, Any] = NO_LIMITS) -> AsyncIterator[Sender]:
     """Signed ``!roll 7 6 # K`` message events POSTed to the Slack adapter in HTTP mode (its
     state at ``url``, migrated), replies recorded by the fake Web API."""
     from coterie_slack import SlackAdapter
@@ -120,7 +124,7 @@ async def slack_sender(url: str) -> AsyncIterator[Sender]:
 
     await upgrade(url)
     async with FakeSlack() as fake, aiohttp.ClientSession() as session:
-        adapter = SlackAdapter(make_core(None, limits=NO_LIMITS), settings_for(fake), environ=ENV)
+        adapter = SlackAdapter(make_core(None, limits=limits), settings_for(fake), environ=ENV)
         adapter.app.state = SQLStore(url)
         async with serving(adapter) as running:
 
@@ -137,7 +141,7 @@ async def slack_sender(url: str) -> AsyncIterator[Sender]:
 
 
 @contextlib.asynccontextmanager
-async def telegram_sender(url: str) -> AsyncIterator[Sender]:
+async def telegram_sender(url: str, limits: dict[str, Any] = NO_LIMITS) -> AsyncIterator[Sender]:
     """``!roll 7 6 # K`` updates POSTed to the Telegram adapter's webhook (its state at ``url``,
     migrated), replies recorded by the fake Bot API."""
     from telegram_fake import SECRET_HEADER, WEBHOOK_SECRET, FakeTelegram, make_adapter, make_core
@@ -153,14 +157,14 @@ async def telegram_sender(url: str) -> AsyncIterator[Sender]:
         user = fake.user(11, "Lynn")
         adapter = make_adapter(
             fake,
-            core=make_core(None, limits=NO_LIMITS),
+            core=make_core(None, limits=limits),
             mode="webhook",
             webhook_url=public,
             port=0,
             path="/hook",
         )
         adapter.app.state = SQLStore(url)
-        ids = itertools.count(900_001)
+        ids = UPDATE_IDS  # one count for every sender: a database outlives a sender
         headers = {SECRET_HEADER: WEBHOOK_SECRET, "Content-Type": "application/json"}
         async with served(adapter) as running:
             assert running.address is not None

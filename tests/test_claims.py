@@ -67,6 +67,25 @@ async def test_marks_nobody_carries_are_flushed_after_the_delay(store: StateStor
     assert [await store.get(NS, key) for key in "abc"] == ["a", "b", "c"]
 
 
+async def test_a_mark_left_after_a_ride_waits_a_delay_of_its_own(store: StateStore) -> None:
+    """A mark put while others ride on a transaction is not flushed when the older marks'
+    delay ends: the next message can still carry it."""
+    marks = DeferredWrites(store, NS, delay=0.3)
+    marks.put("a", 1)
+    await asyncio.sleep(0.2)  # most of a's delay spent
+    async with store.transaction("room") as tx:
+        batch = await marks.write_into(tx)
+        marks.put("b", 2)  # put while a rides
+    marks.landed(batch)
+    await asyncio.sleep(0.15)  # past a's delay, within b's
+    assert marks.pending("b") == 2 and await store.get(NS, "b") is None
+    for _ in range(200):
+        if len(marks) == 0:
+            break
+        await asyncio.sleep(0.02)
+    assert await store.get(NS, "b") == 2
+
+
 async def test_a_mark_put_again_while_it_is_written_stays_pending() -> None:
     store = MemoryStore()
     marks = DeferredWrites(store, NS, delay=60)

@@ -4,6 +4,7 @@ instances, each with its own engine (as two `coterie run` workers have), enforce
 from __future__ import annotations
 
 import asyncio
+import random
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -14,8 +15,9 @@ from coterie.framework.app import Coterie
 from coterie.framework.config import parse_config
 from coterie.framework.message import Message
 from coterie.framework.ratelimit import SHARED_NAMESPACE, RateLimiter, SharedRateLimiter
+from coterie.render.encode import to_plain
 from coterie.storage.migrate import upgrade
-from coterie.storage.shared import prune_rows
+from coterie.storage.shared import prune_rows, take_request, take_tokens
 from coterie.storage.sql import SQLStore, create_engine
 
 
@@ -117,30 +119,126 @@ async def test_an_unreachable_store_falls_back_to_limiting_in_this_process() -> 
     assert [v.warn for v in verdicts[2:]] == [True, False]
 
 
-async def test_shared_rows_take_two_round_trips_and_lose_no_update(
+async def test_a_take_alone_is_one_round_trip_and_loses_no_update(
     pg_url: str, pg_trips: dict[str, int]
 ) -> None:
-    """The rows locked and read in one round trip, written and unlocked in the next; many
-    updates at once from two stores (each with its own connections) lose none."""
-    from coterie.storage.shared import update_rows
-
+    """A take on its own locks, reads, decides, writes and commits in one statement; many
+    takes at once from two stores (each with its own connections) lose none."""
     await upgrade(pg_url)
     first, second = SQLStore(pg_url), SQLStore(pg_url)
-    trips = pg_trips
 
-    def add(rows: dict[str, object]) -> tuple[dict[str, object], None]:
-        return {k: int(rows.get(k, 0)) + 1 for k in ("a", "b")}, None  # type: ignore[call-overload]
+    def request(user: str) -> str:
+        return take_request("counts", f"user:{user}", "room:r", 1.0, 100.0, (1e6, 1e6), (1.0, 1.0))
 
     try:
-        await update_rows(first, "counts", ["b", "a"], add)  # (connections opened)
-        await update_rows(second, "counts", ["a", "b"], add)
-        before = trips["n"]
-        await update_rows(first, "counts", ["a", "b"], add)
-        assert trips["n"] - before == 2
+        await take_tokens(first, request("a"))  # (connections opened)
+        await take_tokens(second, request("b"))
+        before = pg_trips["n"]
+        assert await take_tokens(first, request("a")) == {"allowed": True}
+        assert pg_trips["n"] - before == 1
         await asyncio.gather(
-            *(update_rows(store, "counts", ["a", "b"], add) for store in (first, second) * 20)
+            *(take_tokens(store, request(user)) for store in (first, second) for user in "ab" * 10)
         )
-        assert await first.get("counts", "a") == await first.get("counts", "b") == 43
+        room = await first.get("counts", "room:r")
+        assert room["t"] == 1e6 - 43  # every take landed
+        assert (await first.get("counts", "user:a"))["t"] == 1e6 - 22
     finally:
         await first.close()
         await second.close()
+
+
+async def test_the_sql_take_decides_as_the_in_process_limiter(pg_url: str) -> None:
+    """The SQL function is `decide` written again: the same commands, at the same moments,
+    through both, give the same verdicts (notices, silences, waits) and leave the same buckets."""
+    from coterie.framework.config import RateLimits
+
+    await upgrade(pg_url)
+    store = SQLStore(pg_url)
+    clock = Clock()
+    limits = RateLimits(user_burst=4, user_per_minute=7.0, room_burst=5, room_per_minute=6.0)
+    limits = limits.model_copy(update={"command_cost": {"odds": 2, "free": 0}})
+    shared = SharedRateLimiter(limits, store, clock=clock)
+    local = RateLimiter(limits, clock=clock)
+    rng = random.Random(18)
+    seen = set()
+    try:
+        for _ in range(400):
+            clock.now += rng.choice([0.0, 0.0, 0.3, 1.7, 4.0, 11.0, 40.0])
+            user, room = rng.choice("abcd"), rng.choice("xy")
+            command = rng.choice(["roll", "roll", "odds", "free"])
+            there = await shared.verdict("slack", f"slack:{room}", user, command)
+            here = local.check("slack", f"slack:{room}", user, command)
+            assert (there.allowed, there.warn, there.scope) == (here.allowed, here.warn, here.scope)
+            assert there.retry_after == pytest.approx(here.retry_after, rel=1e-12, abs=1e-12)
+            seen.add((here.allowed, here.warn, here.scope))
+        for user in "abcd":
+            row = await store.get(SHARED_NAMESPACE, f"user:slack:{user}")
+            bucket = local.users._buckets[f"slack\x00{user}"]
+            assert row["t"] == pytest.approx(bucket.tokens, abs=1e-9)
+            assert row["w"] == pytest.approx(bucket.warned, abs=1e-9)
+    finally:
+        await store.close()
+    # every kind of verdict was met on the way
+    assert {(True, False, ""), (False, True, "user"), (False, False, "user")} <= seen
+    assert {(False, True, "room"), (False, False, "room")} <= seen
+
+
+async def test_a_command_in_a_transaction_is_limited_in_its_round_trips(
+    workers, pg_trips: dict[str, int]
+) -> None:
+    """With the limits shared, a roll is still two round trips: its take rides on the first,
+    with the room's lock; a command without a transaction (`!help`) takes in a round trip of
+    its own."""
+    first, _, clock = workers
+    await first.handle(roll())  # (connections opened, the room's read-ahead learnt)
+    clock.now += 60.0
+    before = pg_trips["n"]
+    for _ in range(5):
+        reply = await first.handle(roll())
+        assert reply is not None and not reply.is_error
+    assert pg_trips["n"] - before == 10
+    before = pg_trips["n"]
+    reply = await first.handle(Message(platform="slack", room="r", user="u", text="!help"))
+    assert reply is not None and not reply.is_error
+    assert pg_trips["n"] - before == 1  # its own take
+    store = first.state.store
+    bucket = await store.get(SHARED_NAMESPACE, "user:slack:u")
+    assert bucket["t"] == pytest.approx(10 - 6)  # full again, then five rolls and the help
+
+
+async def test_one_users_commands_in_many_rooms_lose_no_update(workers) -> None:
+    """Rooms do not wait for each other, but the user's bucket row is locked by each take from
+    it: 40 rolls at once in eight rooms on two workers spend one burst."""
+    first, second, _ = workers
+    replies = await asyncio.gather(
+        *(app.handle(roll(room=f"r{n % 8}")) for n in range(20) for app in (first, second))
+    )
+    answered = [r for r in replies if r is not None and not r.is_error]
+    notices = [r for r in replies if r is not None and r.is_error]
+    assert len(answered) == 10
+    assert len(notices) == 1 and notices[0].meta["notice"] == "slow_down"
+
+
+async def test_a_failing_or_too_long_command_still_takes_its_tokens(pg_url: str) -> None:
+    """A roll refused by its own rules rolls its transaction back, but not its take, which
+    its first round trip committed. A message too long to parse is limited before its
+    answer."""
+    engine = create_engine(pg_url)
+    await upgrade(engine)
+    await engine.dispose()
+    app = worker(pg_url, Clock(), user_burst=3, user_per_minute=1)
+    bad = Message(platform="slack", room="r", user="u", text="!roll seven")
+    long = Message(platform="slack", room="r", user="w", text="!roll 7 6 " + "x" * 5000)
+    try:
+        for _ in range(3):
+            reply = await app.handle(bad)
+            assert reply is not None and reply.is_error and "slow down" not in to_plain(reply.body)
+        notice = await app.handle(roll())
+        assert notice is not None and notice.meta["notice"] == "slow_down"
+        for _ in range(3):
+            reply = await app.handle(long)
+            assert reply is not None and "characters long" in to_plain(reply.body)
+        notice = await app.handle(long)
+        assert notice is not None and notice.meta["notice"] == "slow_down"
+    finally:
+        await app.stop()

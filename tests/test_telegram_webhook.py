@@ -265,3 +265,46 @@ async def test_a_new_update_is_not_looked_up_before_it_is_answered(fake, lynn, s
         await settle(adapter)
     assert statuses == [200, 200, 200, 200]
     assert len(fake.sent()) == 1
+
+
+async def test_the_200_does_not_wait_for_the_answered_mark(fake, lynn, session, monkeypatch):
+    """Issue 18: an update is acknowledged once its reply went out; its "answered" mark lands
+    later, with the next update's claim (one write transaction per message, no round trip
+    between the reply and the 200). Until it lands this process knows it: a delivery again
+    gets 200 and no second answer."""
+    from coterie.storage import deferred
+
+    monkeypatch.setattr(deferred, "DELAY", 60.0)  # no mark lands on its own during the test
+    store = MemoryStore()
+    opened = []
+    real = store.transaction
+
+    def transaction(lock: str = "") -> Any:
+        opened.append(lock)
+        return real(lock)
+
+    store.transaction = transaction  # type: ignore[method-assign]
+    headers = {SECRET_HEADER: WEBHOOK_SECRET, "Content-Type": "application/json"}
+    updates = [await fake.user_message(GROUP, lynn, f"!roll 1 6 # {n}") for n in range(3)]
+    async with serving(webhook_adapter(fake, core=make_core([8] * 6, store=store))) as adapter:
+        assert adapter.bot is not None
+        keys = [f"{adapter.bot.credentials.bot_id}:{u['update_id']}" for u in updates]
+        for n, update in enumerate(updates):
+            before, began = len(opened), time.monotonic()
+            async with session.post(
+                local_url(adapter), data=json.dumps(update), headers=headers
+            ) as response:
+                assert response.status == 200
+            # (waiting for the mark, as before, held the 200 for a whole second here)
+            assert time.monotonic() - began < 0.9
+            assert len(opened) - before == 1  # the command's, with the claim in it
+            assert (await store.get("telegram.updates", keys[n]))["done"] is False
+            if n:
+                assert (await store.get("telegram.updates", keys[n - 1]))["done"] is True
+        async with session.post(
+            local_url(adapter), data=json.dumps(updates[-1]), headers=headers
+        ) as response:
+            assert response.status == 200
+        await settle(adapter)
+    assert len(fake.sent()) == len(updates)
+    assert (await store.get("telegram.updates", keys[-1]))["done"] is True  # flushed at the stop

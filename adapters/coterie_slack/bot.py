@@ -598,9 +598,10 @@ class SlackBot:
         if key is not None:
             try:
                 if answered:
-                    self.recent.done_soon(key)  # written with the next claim, or in a moment:
-                    if not await self.recent.landed(key):  # Slack is acknowledged after
-                        log.warning("%s: its answered mark is late (the store is slow)", key)
+                    # written with the next message's claim, or in a moment; Slack is
+                    # acknowledged now (see dedup: a worker killed before the mark lands leaves
+                    # a claim that lapses, and a later delivery looks for the reply first)
+                    self.recent.done_soon(key)
                 else:
                     await self.recent.release(key)
             except Exception:

@@ -11,10 +11,10 @@ load balancer the retry may reach another worker. Slash commands and button pres
   of two workers receiving the same delivery at the same instant exactly one gets :data:`NEW`
   (with PostgreSQL the lock is an advisory lock, shared by every process);
 * the worker that claimed it answers, then marks it :meth:`~RecentDeliveries.done` (the bot uses
-  :meth:`~RecentDeliveries.done_soon` and :meth:`~RecentDeliveries.landed`: the mark is written
-  with the next message's claim, or within :data:`~coterie.storage.deferred.DELAY` seconds, and
-  Slack is acknowledged once it is in the store, so a message costs one write transaction, not
-  three);
+  :meth:`~RecentDeliveries.done_soon`: the mark is written with the next message's claim, or
+  within :data:`~coterie.storage.deferred.DELAY` seconds, so a message costs one write
+  transaction, not three; Slack is acknowledged as soon as the reply is out, without waiting
+  for the mark);
 * another delivery of the id gets :data:`DONE` (acknowledge, do not answer) or, while the claim is
   younger than ``lease`` seconds and not done, :data:`BUSY` (someone is answering it right now).
   A claim older than ``lease`` that was never marked done belongs to a worker that died before
@@ -23,11 +23,11 @@ load balancer the retry may reach another worker. Slash commands and button pres
   is not in the channel already (:mod:`.posted`).
 
 Until a mark lands, this worker answers a redelivery :data:`DONE` from memory, and another
-worker sees the claim :data:`BUSY`. Should the store be too slow to write it within
-:data:`MARK_WAIT`, Slack is acknowledged anyway (the mark lands later); a worker killed before
-its marks landed leaves claims that lapse after ``lease`` like any claim of a dead worker: a later
-delivery takes them over and first looks for the reply in the channel (:mod:`.posted`), so
-nothing is posted twice.
+worker sees the claim :data:`BUSY`. A worker killed before its marks landed leaves claims that
+lapse after ``lease`` like any claim of a dead worker. Slack sends those deliveries again only if
+their acknowledgement was lost as well, since they were acknowledged: a later delivery then takes
+the claim over and first looks for the reply in the channel (:mod:`.posted`), so nothing is
+posted twice.
 
 Memory is bounded: at most every ``prune_interval`` seconds a worker removes the entries older than
 the window and, beyond ``max_ids``, the oldest ones.
@@ -53,8 +53,6 @@ MAX_IDS = 10_000
 #: how long a claim not yet marked done keeps other workers off: a delivery is answered (and
 #: acknowledged) within seconds, so an older unfinished claim is one whose worker died
 LEASE_SECONDS = 10.0
-#: how long the acknowledgement of a delivery waits for its done mark to be in the store
-MARK_WAIT = 1.0
 #: how often (at most) one process prunes expired ids
 PRUNE_SECONDS = 300.0
 
@@ -127,8 +125,8 @@ class RecentDeliveries:
         if self._marks.pending(key) is not None:
             return DONE  # answered here; its mark is on its way to the store
         async with self._store.transaction(lock=f"{NAMESPACE}:{key}") as tx:
+            claim, at, entry = await self._claim_in(tx, key, now)  # (read first: see join)
             marks = await self._marks.write_into(tx)
-            claim, at, entry = await self._claim_in(tx, key, now)
         self._marks.landed(marks)
         if claim != NEW:
             return claim
@@ -215,11 +213,6 @@ class RecentDeliveries:
         self._answering.pop(key, None)
         self._marks.put(key, {"at": at, "claimed": now, "done": True})
 
-    async def landed(self, key: str, timeout: float = MARK_WAIT) -> bool:
-        """Wait until the done mark of ``key`` (:meth:`done_soon`) is in the store (at most
-        ``timeout`` seconds); whether it is."""
-        return await self._marks.wait(key, timeout)
-
     async def flush(self) -> None:
         """Write the done marks still waiting (on shutdown)."""
         await self._marks.flush()
@@ -303,10 +296,12 @@ class PendingClaim:
 
     async def join(self, tx: Any) -> None:
         recent = self.recent
-        self._marks = await recent._marks.write_into(tx)
+        # the claim's read first: on PostgreSQL it is the transaction's first round trip, in
+        # which the key asked first is read with the lock
         claim, at, entry = await recent._claim_in(tx, self.key, recent._clock())
         if claim != NEW:
             raise ClaimLost(claim)
+        self._marks = await recent._marks.write_into(tx)
         self._made = (at, entry)
 
     def committed(self) -> None:

@@ -97,8 +97,6 @@ DRAIN_SECONDS = 10.0
 #: waits for the HTTP answer; an update acknowledged before it is answered is lost if the
 #: process dies, so the 200 normally comes after the reply went out)
 WEBHOOK_BUDGET = 8.0
-#: how long a webhook update's 200 waits for its answered mark to be in the store
-MARK_WAIT = 1.0
 #: a flood wait longer than this is not waited out: that one message is dropped
 MAX_RETRY_AFTER = 120.0
 #: network errors: the first retry after this many seconds, doubling up to MAX_BACKOFF
@@ -547,13 +545,9 @@ class TelegramBot:
     async def _mark_answered(self, update_id: int) -> None:
         try:
             if self.settings.mode == "webhook":
-                # the mark rides on the next message's claim (records.SeenIds.done_soon), and
-                # the webhook's 200 goes out once it is in the store
+                # the mark rides on the next message's claim (records.SeenIds.done_soon), or
+                # lands in a moment; the webhook's 200 goes out now, the reply being out
                 self.seen.done_soon(str(update_id))
-                if not await self.seen.landed(str(update_id), MARK_WAIT):
-                    log.warning(
-                        "update %d: its answered mark is late (the store is slow)", update_id
-                    )
             else:
                 await self.seen.done(str(update_id))
         except Exception:

@@ -158,8 +158,8 @@ class SeenIds:
         if self._marks.pending(full) is not None:
             return False  # answered here; its mark is on its way to the store
         async with self._store.transaction(lock=f"{self._namespace}:{full}") as tx:
+            taken = await self._add_in(tx, full, now, lease)  # (read first: see PendingId.join)
             marks = await self._marks.write_into(tx)
-            taken = await self._add_in(tx, full, now, lease)
         self._marks.landed(marks)
         if not taken:
             return False
@@ -243,18 +243,13 @@ class SeenIds:
 
     def done_soon(self, key: str) -> None:
         """:meth:`done`, written with the next claim (in the next message's command transaction),
-        within a moment, or by :meth:`flush`: :meth:`landed` waits for it. Until then
+        within a moment, or by :meth:`flush`. Until then
         :meth:`add`, :meth:`check` and :meth:`is_done` of this process know it, and another
         process finds the claim still held."""
         full = self._prefix + key
         at = self._claims.pop(full, self._clock())
         self._answering.pop(full, None)
         self._marks.put(full, {"at": at, "done": True})
-
-    async def landed(self, key: str, timeout: float) -> bool:
-        """Wait until the done mark of ``key`` (:meth:`done_soon`) is in the store (at most
-        ``timeout`` seconds); whether it is."""
-        return await self._marks.wait(self._prefix + key, timeout)
 
     async def flush(self) -> None:
         """Write the done marks still waiting (on shutdown)."""
@@ -330,10 +325,12 @@ class PendingId:
 
     async def join(self, tx: Any) -> None:
         seen = self.seen
-        self._marks = await seen._marks.write_into(tx)
         now = seen._clock()
+        # the claim's read first: on PostgreSQL it is the transaction's first round trip, in
+        # which the key asked first is read with the lock
         if not await seen._add_in(tx, self.full, now, self.lease):
             raise ClaimLost(self.full)  # (the bot's settle then says whether it was answered)
+        self._marks = await seen._marks.write_into(tx)
         self._at = now
 
     def committed(self) -> None:

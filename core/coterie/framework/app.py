@@ -24,7 +24,7 @@ from coterie.framework.message import Message
 from coterie.framework.metrics import Metrics
 from coterie.framework.parsing import split_line
 from coterie.framework.plugins import PluginHost
-from coterie.framework.ratelimit import limiter_for, slow_down
+from coterie.framework.ratelimit import RateCheck, limiter_for, slow_down
 from coterie.framework.replies import check_elements, error_reply, localise_buttons
 from coterie.framework.sessions import current_play
 from coterie.framework.settings import check_plugin_settings
@@ -251,15 +251,27 @@ class Coterie:
         reply: Reply | None = None
         limited = False
         writes = self._room_writes
+        rate: RateCheck | None = None
         if command is not None:
-            verdict = await self.rate_limiter.verdict(
-                message.platform, message.room_key, message.user, command
-            )
-            limited = not verdict.allowed
-            if limited and verdict.warn:
-                reply = slow_down(verdict)
+            if (
+                route is not None
+                and route.command is not None
+                and route.command.transaction
+                and self.rate_limiter.joins(message.platform)
+            ):  # limited in its room's transaction (a shared store: no round trips of its own)
+                rate = RateCheck(
+                    self.rate_limiter, message.platform, message.room_key, message.user, command
+                )
+            else:
+                verdict = await self.rate_limiter.verdict(
+                    message.platform, message.room_key, message.user, command
+                )
+                limited = not verdict.allowed
+                if limited and verdict.warn:
+                    reply = slow_down(verdict)
         if not limited:
-            reply = await self._answer(message, route)
+            reply = await self._answer(message, route, rate)
+            limited = rate is not None and rate.verdict is not None and not rate.verdict.allowed
         if reply is not None:
             if self._room_writes != writes:  # the command changed room settings (`!set prefix`)
                 settings = await self.room_settings(message.room_key)
@@ -319,13 +331,19 @@ class Coterie:
             return None  # "?what now" in a room where "?" also works: ordinary talk, not for us
         return _Route(settings, variant, text, too_long, line, command)
 
-    async def _answer(self, message: Message, route: _Route | None = None) -> Reply | None:
+    async def _answer(
+        self, message: Message, route: _Route | None = None, rate: RateCheck | None = None
+    ) -> Reply | None:
+        """The reply to a routed message; ``rate``: its rate limit when not decided yet (a
+        command limited in its transaction; limited here first if it ends before one)."""
         if route is None:
             route = self._route(message, await self.room_settings(message.room_key))
             if route is None:
                 return None
         settings, variant, text, too_long, line, command = route
         limits = self.config.limits
+        if too_long and rate is not None and not await rate.allowed():
+            return rate.refusal()
         if too_long:
             return error_reply(
                 f"that message is {len(text)} characters long; "
@@ -338,13 +356,15 @@ class Coterie:
         if command is None:
             return self._unknown_command(line, settings)
         if line.comment is not None and len(line.comment) > limits.max_comment_length:
+            if rate is not None and not await rate.allowed():
+                return rate.refusal()
             return error_reply(
                 f"that comment is {len(line.comment)} characters long; "
                 f"comments may be at most {limits.max_comment_length}",
                 usage=localise(command.usage_in(variant), settings.prefix),
             )
         context = CommandContext(self, message, line, settings, variant, self.dice)
-        return await self._run(command, context)
+        return await self._run(command, context, rate)
 
     def _unknown_command(self, line: CommandLine, settings: RoomSettings) -> Reply:
         """An unknown command: the room's closest command names, or the rule sets that have it."""
@@ -369,33 +389,17 @@ class Coterie:
         )
         return error_reply(f"unknown command `{prefix}{shorten(word)}`.", hint=hint)
 
-    async def _run(self, command: Command, context: CommandContext) -> Reply:
+    async def _run(
+        self, command: Command, context: CommandContext, rate: RateCheck | None = None
+    ) -> Reply | None:
         """Run a command; a command that may change state runs in one transaction of its room:
-        all of its changes land, or (on an error reply) none."""
+        all of its changes land, or (on an error reply) none. ``rate``: its rate limit, decided
+        in that transaction when not decided yet (``None`` when refused without a notice)."""
         try:
             if command.transaction:
-                room = context.message.room_key
-                event = event_key(context.message)
-                # the delivery's record is new with every message: read with the lock
-                said = expect_reads([(EVENTS, event)]) if event is not None else None
-                try:
-                    async with self.state.transaction(
-                        lock=context.settings.chronicle or room
-                    ) as tx:
-                        context.tx = tx
-                        if event is not None:
-                            answered = await answered_before(tx, event)
-                            if answered is not None:  # a redelivery: its reply, never a re-run
-                                return answered
-                        context.session, context.scene = await current_play(tx, room)
-                        reply = await self.guard.run(command, context, self._call)
-                        reply = self._footed(reply, context)
-                        if event is not None:
-                            await record_answer(tx, event, reply)
-                finally:
-                    if said is not None:
-                        forget(said)
-                return reply
+                return await self._run_in_transaction(command, context, rate)
+            if rate is not None and not await rate.allowed():
+                return rate.refusal()
             reply = await self.guard.run(command, context, self._call)
         except CommandRefused as refused:  # too long, or fenced: rolled back, room free again
             return refused.reply
@@ -417,6 +421,37 @@ class Coterie:
                 f"(incident {incident}). The bot keeps working."
             )
         return self._footed(reply, context)
+
+    async def _run_in_transaction(
+        self, command: Command, context: CommandContext, rate: RateCheck | None
+    ) -> Reply | None:
+        room = context.message.room_key
+        event = event_key(context.message)
+        # read with the room's lock, in the transaction's first round trip: the delivery's
+        # record (new with every message) and, on a shared store, the rate limit's take
+        said = [expect_reads([(EVENTS, event)])] if event is not None else []
+        taking = rate is not None and rate.verdict is None
+        take_back = rate.expect() if rate is not None and taking else None
+        try:
+            async with self.state.transaction(lock=context.settings.chronicle or room) as tx:
+                context.tx = tx
+                if rate is not None and taking and not (await rate.decide(tx)).allowed:
+                    return rate.refusal()
+                if event is not None:
+                    answered = await answered_before(tx, event)
+                    if answered is not None:  # a redelivery: its reply, never a re-run
+                        return answered
+                context.session, context.scene = await current_play(tx, room)
+                reply = await self.guard.run(command, context, self._call)
+                reply = self._footed(reply, context)
+                if event is not None:
+                    await record_answer(tx, event, reply)
+        finally:
+            for token in said:
+                forget(token)
+            if take_back is not None:
+                take_back()
+        return reply
 
     @staticmethod
     def _footed(reply: Reply, context: CommandContext) -> Reply:

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 from coterie.framework.replies import error_reply
 from coterie.records import dataclass
 from coterie.render.elements import Reply
+from coterie.storage.readahead import expect_take, forget_take
 
 if TYPE_CHECKING:
     from coterie.framework.config import RateLimits
@@ -162,13 +163,35 @@ class RateLimiter:
         """:meth:`check`, as :meth:`Coterie.handle` asks it (a shared limiter asks the store)."""
         return self.check(platform, room_key, user, command)
 
+    def joins(self, platform: str) -> bool:
+        """Whether a command from ``platform`` that runs in a transaction is limited inside it
+        (:class:`SharedRateLimiter`); never for limits kept in this process."""
+        return False
+
+    def expect(self, platform: str, room_key: str, user: str, command: str) -> Callable[[], None]:
+        """Say what the next transaction of this task takes for :meth:`verdict_in` (nothing,
+        here); returns what takes it back once the transaction has opened."""
+        return _nothing
+
+    async def verdict_in(
+        self, tx: Any, platform: str, room_key: str, user: str, command: str
+    ) -> Verdict:
+        """:meth:`verdict`, inside a command's transaction ``tx`` (this process's buckets)."""
+        return self.check(platform, room_key, user, command)
+
+
+def _nothing() -> None:
+    pass
+
 
 class SharedRateLimiter(RateLimiter):
     """The same buckets, kept in a shared store's ``kv`` table (namespace ``coterie.rate``, one
-    row per user and per room) and read, decided and written in one transaction with the rows
-    locked (``SELECT … FOR UPDATE``): any number of workers on the store enforce one limit. The
-    clock is the wall clock (workers on several hosts need synchronised clocks). Rows of buckets
-    that are full again are deleted once a minute."""
+    row per user and per room), taken from by one SQL statement that locks, reads, decides,
+    writes and commits (:mod:`coterie.storage.shared`): any number of workers on the store
+    enforce one limit. A command that runs in a transaction of its room takes in that
+    transaction's first round trip (:meth:`expect`, :meth:`verdict_in`); any other in a round
+    trip of its own (:meth:`verdict`). The clock is the wall clock (workers on several hosts need
+    synchronised clocks). Rows of buckets that are full again are deleted once a minute."""
 
     def __init__(self, limits: RateLimits, store: Any, clock: Clock | None = None) -> None:
         super().__init__(limits, clock or time.time)
@@ -187,43 +210,122 @@ class SharedRateLimiter(RateLimiter):
             + 1.0
         )
 
+    def joins(self, platform: str) -> bool:
+        """Whether a command from ``platform`` is limited inside its own transaction (see
+        :meth:`expect`): only commands of a limited platform."""
+        return not self.exempt(platform)
+
+    def _request(self, platform: str, room_key: str, user: str, command: str) -> str:
+        from coterie.storage.shared import take_request
+
+        limits = self.limits
+        return take_request(
+            SHARED_NAMESPACE,
+            f"user:{platform}:{user}",
+            f"room:{room_key}",
+            float(self.cost(command)),
+            self.clock(),
+            (float(limits.user_burst), float(limits.room_burst)),
+            (limits.user_per_minute / 60.0, limits.room_per_minute / 60.0),
+        )
+
+    def expect(self, platform: str, room_key: str, user: str, command: str) -> Callable[[], None]:
+        """Say the command's take to the next transaction of this task, which makes it with its
+        first round trip (:func:`coterie.storage.readahead.expect_take`); returns what takes it
+        back once the transaction has opened."""
+        token = expect_take(self._request(platform, room_key, user, command))
+        return lambda: forget_take(token)
+
+    async def verdict_in(
+        self, tx: Any, platform: str, room_key: str, user: str, command: str
+    ) -> Verdict:
+        """The verdict of the take said with :meth:`expect`, made with the first round trip of
+        ``tx`` (a transaction that cannot take: alone, as :meth:`verdict`)."""
+        if self.exempt(platform):
+            return ALLOWED
+        taken = getattr(tx, "taken", None)
+        found = await taken() if taken is not None else None
+        if found is None:
+            return await self.verdict(platform, room_key, user, command)
+        await self._prune()
+        return _verdict(found)
+
     async def verdict(self, platform: str, room_key: str, user: str, command: str) -> Verdict:
-        from coterie.storage.shared import prune_rows, update_rows
+        from coterie.storage.shared import take_tokens
 
         if self.exempt(platform):
             return ALLOWED
-        limits = self.limits
-        cost = float(self.cost(command))
-        user_key, room_key_ = f"user:{platform}:{user}", f"room:{room_key}"
-        now = self.clock()
-
-        def change(rows: dict[str, Any]) -> tuple[dict[str, Any], Verdict]:
-            user_bucket = _load(rows.get(user_key), limits.user_burst, now)
-            room_bucket = _load(rows.get(room_key_), limits.room_burst, now)
-            user_bucket.refill(limits.user_burst, limits.user_per_minute / 60.0, now)
-            room_bucket.refill(limits.room_burst, limits.room_per_minute / 60.0, now)
-            verdict = decide(user_bucket, room_bucket, cost, now, limits)
-            return {user_key: _dump(user_bucket), room_key_: _dump(room_bucket)}, verdict
-
         try:
-            verdict = await update_rows(self.store, SHARED_NAMESPACE, [user_key, room_key_], change)
-            if time.monotonic() - self._pruned > PRUNE_EVERY:
-                self._pruned = time.monotonic()
-                await prune_rows(self.store, SHARED_NAMESPACE, time.time() - self._horizon())
+            found = await take_tokens(self.store, self._request(platform, room_key, user, command))
+            await self._prune()
         except Exception as error:  # the store is failing: limit in this process meanwhile
             log.warning("shared rate limits unavailable (%s); limiting in this process", error)
             return self.check(platform, room_key, user, command)
-        return verdict
+        return _verdict(found)
+
+    async def _prune(self) -> None:
+        """Once a minute, delete the rows of buckets that are full again (their own query)."""
+        from coterie.storage.shared import prune_rows
+
+        if time.monotonic() - self._pruned > PRUNE_EVERY:
+            self._pruned = time.monotonic()
+            await prune_rows(self.store, SHARED_NAMESPACE, time.time() - self._horizon())
 
 
-def _load(row: Any, burst: int, now: float) -> Bucket:
-    if not isinstance(row, dict):
-        return Bucket(float(burst), now)
-    return Bucket(float(row["t"]), float(row["u"]), float(row.get("w", 0.0)))
+def _verdict(found: dict[str, Any]) -> Verdict:
+    """A verdict from the SQL function's JSON."""
+    if found.get("allowed"):
+        return ALLOWED
+    return Verdict(
+        False,
+        warn=bool(found.get("warn")),
+        retry_after=float(found.get("retry_after", 0.0)),
+        scope=str(found.get("scope", "")),
+    )
 
 
-def _dump(bucket: Bucket) -> dict[str, float]:
-    return {"t": bucket.tokens, "u": bucket.updated, "w": bucket.warned}
+class RateCheck:
+    """One command's rate limit, decided inside the command's own transaction when the limiter
+    :meth:`~RateLimiter.joins` it: its take is said before the transaction opens
+    (:meth:`expect`) and made with its first round trip (:meth:`decide`). A command that ends
+    before its transaction (an error found first) is limited :meth:`alone`."""
+
+    __slots__ = ("command", "limiter", "platform", "room_key", "user", "verdict")
+
+    def __init__(
+        self, limiter: RateLimiter, platform: str, room_key: str, user: str, command: str
+    ) -> None:
+        self.limiter = limiter
+        self.platform, self.room_key, self.user, self.command = platform, room_key, user, command
+        #: the verdict once decided
+        self.verdict: Verdict | None = None
+
+    def expect(self) -> Callable[[], None]:
+        return self.limiter.expect(self.platform, self.room_key, self.user, self.command)
+
+    async def decide(self, tx: Any) -> Verdict:
+        """Decide in ``tx``, the command's transaction."""
+        self.verdict = await self.limiter.verdict_in(
+            tx, self.platform, self.room_key, self.user, self.command
+        )
+        return self.verdict
+
+    async def alone(self) -> Verdict:
+        """Decide in a transaction of its own."""
+        self.verdict = await self.limiter.verdict(
+            self.platform, self.room_key, self.user, self.command
+        )
+        return self.verdict
+
+    async def allowed(self) -> bool:
+        """Whether the command may go on, decided :meth:`alone` unless decided already."""
+        verdict = self.verdict or await self.alone()
+        return verdict.allowed
+
+    def refusal(self) -> Reply | None:
+        """What a refused command answers: the window's one notice, then nothing."""
+        verdict = self.verdict
+        return slow_down(verdict) if verdict is not None and verdict.warn else None
 
 
 def limiter_for(limits: RateLimits, store: Any, current: RateLimiter | None = None) -> RateLimiter:

@@ -7,6 +7,12 @@ delivery's event id, which the command's transaction reads to find a redelivery)
 transaction cannot have read them, so without this they would cost a round trip of their own. A
 store without a read-ahead (memory, SQLite) ignores them. Only a hint: a key said here and not
 read costs a few bytes of the query, a key read and not said costs its round trip.
+
+A take from the shared rate limits' token buckets can be said the same way
+(:func:`expect_take`, a request made by :func:`coterie.storage.shared.take_request`): a
+PostgreSQL transaction then takes the tokens in its first round trip, after its room's lock, and
+commits the take there and then (:meth:`~coterie.storage.postgres.PGTransaction.taken` gives the
+verdict). A store without a read-ahead ignores it (its limits are kept in its process).
 """
 
 from __future__ import annotations
@@ -19,6 +25,25 @@ Key = tuple[str, str]
 _expected: contextvars.ContextVar[tuple[Key, ...]] = contextvars.ContextVar(
     "coterie_expected_reads", default=()
 )
+
+
+_take: contextvars.ContextVar[str | None] = contextvars.ContextVar("coterie_take", default=None)
+
+
+def expect_take(request: str) -> contextvars.Token[str | None]:
+    """Say that the next transaction this task opens takes tokens with ``request``; pass the
+    token to :func:`forget_take` once it has opened."""
+    return _take.set(request)
+
+
+def forget_take(token: contextvars.Token[str | None]) -> None:
+    """Take back what :func:`expect_take` said."""
+    _take.reset(token)
+
+
+def expected_take() -> str | None:
+    """The take the transaction opening now is said to make."""
+    return _take.get()
 
 
 def expect_reads(keys: Iterable[Key]) -> contextvars.Token[tuple[Key, ...]]:
