@@ -150,7 +150,14 @@ def test_a_change_too_recent_to_be_sure_of_is_not_indexed(tmp_path, site, monkey
 def test_nothing_is_written_without_bytecode_writing(tmp_path, site, monkeypatch):
     monkeypatch.setattr(sys, "dont_write_bytecode", True)
     index = tmp_path / "index"
+    scans = Scans(monkeypatch)
     assert "alpha" in _names(found(*GROUPS, index=str(index)))
+    assert not index.exists()
+    # the process's next look is checked against what it saw, not scanned again ...
+    assert "alpha" in _names(found(*GROUPS, index=str(index))) and scans.count == 1
+    # ... and still sees a change
+    _dist(site, "beta_plugin", "[coterie]\nbeta = beta_mod\n")
+    assert "beta" in _names(found(*GROUPS, index=str(index))) and scans.count == 2
     assert not index.exists()
 
 
@@ -176,6 +183,7 @@ def test_an_index_with_forged_rows_but_a_changed_place_is_not_used(tmp_path, sit
     stored = marshal.loads(index.read_bytes())
     stored["rows"] = ([("alpha", "forged", "coterie", "x")], None, [])
     index.write_bytes(marshal.dumps(stored))
+    entrypoints._memory.clear()  # as a new process: the file is read
     assert _names(found(*GROUPS, index=str(index))) == {"alpha": "forged"}  # trusted as is ...
     _dist(site, "delta_plugin", "")  # ... until anything it records changes
     assert _names(found(*GROUPS, index=str(index)))["alpha"] == "alpha_mod"

@@ -287,20 +287,35 @@ def found(
     plugin_group: str, builtin_group: str, provides_group: str, *, index: str | None = None
 ) -> Found:
     """The entry points a start reads: from the index when nothing it records has changed,
-    otherwise from :func:`scan` (and the index is written again). ``index``: the index file
-    (by default beside this module's bytecode)."""
+    otherwise from :func:`scan` (and the index is written again). The index is also kept in
+    memory, so a process that cannot write it (read-only install, ``PYTHONDONTWRITEBYTECODE``)
+    still scans once, not at every look. ``index``: the index file (by default beside this
+    module's bytecode)."""
     path = index if index is not None else _index_path()
     places = _places()
     groups = (plugin_group, builtin_group, provides_group)
     key = (FORMAT, sys.version, sys.executable, groups, places)
     if path is None or places is None:
         return scan(*groups)
-    remembered = _usable(_read(path), key)
+    remembered = _usable(_memory.get(path), key)
+    if remembered is None:
+        stored = _read(path)
+        remembered = _usable(stored, key)
+        if remembered is not None:
+            _memory[path] = stored
     if remembered is not None:
         return remembered
     now = time.time_ns()
     seen = _fingerprint(places)  # before the scan: whatever changes after it is seen next time
     result = scan(*groups)
-    if not sys.dont_write_bytecode and _settled(seen, now):
-        _write(path, {"key": key, "seen": seen, "rows": result.rows()})
+    if _settled(seen, now):
+        made = {"key": key, "seen": seen, "rows": result.rows()}
+        _memory[path] = made  # the next look in this process checks it, even if unwritten
+        if not sys.dont_write_bytecode:
+            _write(path, made)
     return result
+
+
+#: the last index made or read in this process, by file: what a start's second look (the
+#: built-ins, then every plugin) checks, when the file could not be written
+_memory: dict[str, Any] = {}
