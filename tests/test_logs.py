@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import linecache
 import logging
 import subprocess
 
@@ -250,3 +251,52 @@ def test_marked_fields_of_the_shipped_adapters() -> None:
         "password_env",
         "store_passphrase_env",
     ]
+
+
+def test_lines_read_as_the_standard_formatters_wrote_them(restore_logging) -> None:
+    """Issue 18 made a log line cheaper (the record's attributes walked once, the time of a
+    second formatted once, the chat line made without a search of the caller's frame): the
+    same records give the same lines as the plain `logging` calls and formatter do."""
+    from coterie.framework.chatlog import chat_log, chat_record
+    from coterie.ops.logs import TextFormatter
+
+    fields = {"platform": "slack", "room": "C9", "user": "U7", "command": "roll", "error": False}
+    for log_format in ("text", "json"):
+        out = capture(log_format=log_format, level="INFO")
+        chat_log.log(logging.INFO, "command %s", "roll", extra=dict(fields))
+        chat_record(logging.INFO, "roll", dict(fields))
+        by_log, by_record = out.getvalue().splitlines()
+        if log_format == "json":
+            first, second = json.loads(by_log), json.loads(by_record)
+            assert set(first) == set(second) == {"time", "level", "logger", "message", *fields}
+            first.pop("time"), second.pop("time")
+            assert first == second
+        else:
+            assert by_log.split(" ", 2)[2] == by_record.split(" ", 2)[2]
+            assert by_record.endswith(
+                "INFO coterie.chat: command roll platform=slack room=C9 user=U7 command=roll "
+                "error=False"
+            )
+    record = chat_log.makeRecord("coterie.chat", logging.INFO, "f", 1, "m", (), None)
+    mine, plain = TextFormatter(), logging.Formatter("%(asctime)s")
+    for created in (1_700_000_000.0, 1_700_000_000.999, 1_700_000_001.0005, 1_700_003_600.25):
+        record.created, record.msecs = created, int((created - int(created)) * 1000) + 0.0
+        assert mine.formatTime(record) == plain.formatTime(record)
+        assert mine.formatTime(record, "%H:%M") == plain.formatTime(record, "%H:%M")
+
+
+def test_the_chat_record_says_where_it_was_made() -> None:
+    from coterie.framework import chatlog
+
+    seen: list[logging.LogRecord] = []
+    handler = logging.Handler()
+    handler.emit = seen.append  # type: ignore[method-assign]
+    chatlog.chat_log.addHandler(handler)
+    try:
+        chatlog.chat_record(logging.WARNING, "roll", {"room": "C9"})
+    finally:
+        chatlog.chat_log.removeHandler(handler)
+    [record] = seen
+    assert record.pathname == chatlog.__file__ and record.funcName == "chat_record"
+    assert "chat_log.makeRecord(" in linecache.getline(record.pathname, record.lineno)
+    assert record.getMessage() == "command roll" and record.room == "C9"  # type: ignore[attr-defined]

@@ -14,6 +14,7 @@ from coterie.dice.sources import DiceSource, SystemDice
 from coterie.errors import UsageError
 from coterie.framework.adapter import Adapter
 from coterie.framework.catalogue import Catalogue, Registry
+from coterie.framework.chatlog import chat_log, chat_record
 from coterie.framework.checks import check_against_plugins
 from coterie.framework.commands import Command, CommandContext, new_roll_id, shown_id
 from coterie.framework.events import EVENTS, Sweeper, answered_before, event_key, record_answer
@@ -40,7 +41,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("coterie")
 #: one line per answered command: ids, command, duration — never the message text
-chat_log = logging.getLogger("coterie.chat")
 
 #: state namespace of room settings changed from chat (``!set``, ``!variant NAME``)
 ROOM_SETTINGS = "coterie.rooms"
@@ -295,11 +295,10 @@ class Coterie:
             )
             level = logging.INFO if reply is not None else logging.DEBUG
             if chat_log.isEnabledFor(level):  # (its record's fields are not made for nothing)
-                chat_log.log(
+                chat_record(
                     level,
-                    "command %s",
                     command,
-                    extra={
+                    {
                         "platform": message.platform,
                         "room": message.room,
                         "user": message.user,

@@ -22,6 +22,7 @@ import logging
 import os
 import re
 import sys
+import time
 import traceback
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
@@ -67,8 +68,21 @@ MEMO_SIZE = 4096
 #: ``scheme://user:password@host``: the password goes
 URL_PASSWORD = re.compile(r"(://[^:/?#@\s]*:)([^@/\s]+)(@)")
 
+#: where :class:`RedactingFilter` leaves the names of a record's extra fields, for the
+#: formatters (so each record's attributes are walked once)
+_EXTRA = "_coterie_extra"
 #: attributes every LogRecord has; anything else was passed with ``extra=``
-_STANDARD = set(vars(logging.makeLogRecord({}))) | {"message", "asctime", "taskName"}
+_STANDARD = frozenset(vars(logging.makeLogRecord({}))) | {"message", "asctime", "taskName", _EXTRA}
+#: values that are never text, so never redacted (exact types: a str subclass is text)
+_PLAIN = frozenset({int, float, bool, type(None)})
+
+
+def _extra(record: logging.LogRecord) -> list[str]:
+    """The names of the record's extra fields, in the order they were given."""
+    known: list[str] | None = getattr(record, _EXTRA, None)
+    if known is None:
+        known = [key for key in vars(record) if key not in _STANDARD]
+    return known
 
 
 class Redactor:
@@ -101,7 +115,10 @@ class Redactor:
 
     def value(self, value: Any) -> Any:
         """A log argument or extra field, redacted if it is (or shows as) text."""
-        if isinstance(value, int | float | bool) or value is None:
+        kind = type(value)
+        if kind is str:
+            return self(value)
+        if kind in _PLAIN or isinstance(value, int | float):
             return value
         return self(value if isinstance(value, str) else str(value))
 
@@ -178,10 +195,16 @@ class RedactingFilter(logging.Filter):
             record.exc_text = redact(record.exc_text)
         if record.stack_info:
             record.stack_info = redact(record.stack_info)
-        for key, value in list(vars(record).items()):
-            if key not in _STANDARD:
-                setattr(record, key, redact.value(value))
+        fields = vars(record)
+        extra = [key for key in fields if key not in _STANDARD]
+        for key in extra:
+            fields[key] = redact.value(fields[key])
+        fields[_EXTRA] = extra
         return True
+
+
+#: ``json.dumps(…, ensure_ascii=False, default=str)``, its encoder made once
+_JSON = json.JSONEncoder(ensure_ascii=False, default=str)
 
 
 class JsonFormatter(logging.Formatter):
@@ -195,16 +218,17 @@ class JsonFormatter(logging.Formatter):
             "logger": record.name,
             "message": record.getMessage(),
         }
-        for key, value in vars(record).items():
-            if key not in _STANDARD and key not in entry:
-                entry[key] = value
+        fields = vars(record)
+        for key in _extra(record):
+            if key not in entry:
+                entry[key] = fields[key]
         if record.exc_info and not record.exc_text:
             record.exc_text = self.formatException(record.exc_info)
         if record.exc_text:
             entry["exception"] = record.exc_text
         if record.stack_info:
             entry["stack"] = record.stack_info
-        return json.dumps(entry, ensure_ascii=False, default=str)
+        return _JSON.encode(entry)
 
 
 class TextFormatter(logging.Formatter):
@@ -212,11 +236,26 @@ class TextFormatter(logging.Formatter):
 
     def __init__(self) -> None:
         super().__init__("%(asctime)s %(levelname)s %(name)s: %(message)s")
+        self._second = -1
+        self._stamp = ""
 
     def formatMessage(self, record: logging.LogRecord) -> str:
         line = super().formatMessage(record)
-        extra = [f"{k}={v}" for k, v in vars(record).items() if k not in _STANDARD]
+        fields = vars(record)
+        extra = [f"{k}={fields[k]}" for k in _extra(record)]
         return f"{line} {' '.join(extra)}" if extra else line
+
+    def formatTime(self, record: logging.LogRecord, datefmt: str | None = None) -> str:
+        """As :class:`logging.Formatter`'s, with the local time of a second formatted once."""
+        if datefmt is not None:
+            return super().formatTime(record, datefmt)
+        second = int(record.created)
+        if second != self._second:
+            self._second = second
+            self._stamp = time.strftime(self.default_time_format, self.converter(second))
+        if self.default_msec_format is None:
+            return self._stamp
+        return self.default_msec_format % (self._stamp, record.msecs)
 
 
 #: marks the handler :func:`setup_logging` installed, so a second call replaces it

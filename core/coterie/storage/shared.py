@@ -2,7 +2,7 @@
 buckets (:mod:`coterie.framework.ratelimit`), and pruning.
 
 A take from the buckets is one statement, ``pg_temp.coterie_take_tokens`` (see
-:data:`coterie.storage.postgres.PG_SETUP`): it locks the user's and the room's rows, reads them,
+:data:`coterie.storage.pg_functions.PG_SETUP`): it locks the user's and the room's rows, reads them,
 decides and writes them back, and commits before the locks are freed. A command that runs in a
 transaction of its room says its take before the transaction opens
 (:func:`coterie.storage.readahead.expect_take`), and the take rides on that transaction's first
