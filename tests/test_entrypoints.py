@@ -268,8 +268,13 @@ def test_a_plugin_installed_after_the_index_was_written_is_found(tmp_path, cli_e
     time.sleep(entrypoints.SETTLED + 0.2)  # an install long done: its times are settled
     _, modules = start("!roll 3")  # scans, writes the index
     assert "importlib.metadata" in modules
+    indexes = list((tmp_path / "pycache").rglob("entrypoints.*.index"))
+    assert indexes, "the second start wrote no index"
     out, modules = start("!roll 3")
-    assert "3 dice" in out and "importlib.metadata" not in modules and "email" not in modules
+    assert "3 dice" in out, out
+    # (a change to any sys.path directory by something else during the test would also do this)
+    assert "importlib.metadata" not in modules, "the third start scanned: the index was refused"
+    assert "email" not in modules
     out, _ = start("!hello")
     assert "hello from a plugin installed later" not in out
     (site / "hello_plugin.py").write_text(HELLO, encoding="utf-8")
