@@ -79,6 +79,7 @@ bench: $(STAMP) peers
 	$(BIN)/python bench/core_roll.py
 	$(BIN)/python bench/startup.py
 	$(BIN)/python bench/pg_round_trips.py
+	$(BIN)/python bench/log_line.py
 	$(BIN)/python bench/throughput.py
 	$(BIN)/python bench/memory.py
 	$(BIN)/python bench/odds.py

@@ -67,8 +67,23 @@ def test_pg_round_trips_counts_them():
     found = re.search(r"round trips per message on PostgreSQL: ([0-9.]+)", out)
     assert found is not None, out
     assert float(found.group(1)) <= 2.0  # the issue's bound, measured
-    # the limiter shared through PostgreSQL (issue 19) is its own transaction: measured, shown
-    assert re.search(r"with rate limits shared by the workers: [0-9.]+ round trips", out), out
+    # the limiter shared through PostgreSQL (issue 19) rides on the command's round trips
+    shared = re.search(r"with rate limits shared by the workers: ([0-9.]+) round trips", out)
+    assert shared is not None, out
+    assert float(shared.group(1)) <= 2.0
+    # through the adapters, the claim and the answered mark included (20 messages: the rare
+    # mark that finds no message to ride on shows; the full run prints 2.00)
+    adapters = re.findall(
+        r"through the (\w+) adapter, +(\d+) in flight.*?: ([0-9.]+) round trips", out
+    )
+    assert len(adapters) == 8, out
+    assert all(float(trips) <= 2.5 for _, _, trips in adapters), adapters
+
+
+def test_log_line_prints_the_ratio_to_the_standard_formatter():
+    out = run_bench(str(BENCH / "log_line.py"), "--batches", "1", "--lines", "200")
+    assert re.search(r"coterie, text: +[0-9.]+ µs per line", out), out
+    assert re.search(r"ratio coterie / peer: text [0-9.]+x, JSON [0-9.]+x", out), out
 
 
 def test_characters_prints_the_ratio_of_rolls_by_name_to_rolls_by_number():
