@@ -50,18 +50,21 @@ SETTLED = 2.0
 
 
 class Dist:
-    """The distribution an :class:`Entry` comes from: its name (``METADATA``'s ``Name``)."""
+    """The distribution an :class:`Entry` comes from: its name (``METADATA``'s ``Name``), read
+    from ``source`` (an :mod:`importlib.metadata` distribution) the first time it is asked for."""
 
-    __slots__ = ("name",)
+    __slots__ = ("_name", "_source")
 
-    def __init__(self, name: str) -> None:
-        self.name = name
+    def __init__(self, name: str | None = None, source: Any = None) -> None:
+        self._name = name
+        self._source = source
 
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Dist) and other.name == self.name
-
-    def __hash__(self) -> int:
-        return hash(self.name)
+    @property
+    def name(self) -> str:
+        if self._name is None:  # ``Distribution.name`` parses METADATA: once
+            self._name = str(self._source.name) if self._source is not None else ""
+            self._source = None
+        return self._name
 
     def __repr__(self) -> str:
         return f"Dist({self.name!r})"
@@ -140,15 +143,14 @@ def scan(plugin_group: str, builtin_group: str, provides_group: str) -> Found:
     """Read the entry points with :mod:`importlib.metadata` (what every start did before)."""
     from importlib.metadata import PackageNotFoundError, distribution, entry_points
 
-    names: dict[int, Dist] = {}
+    dists: dict[int, Dist] = {}
 
     def dist_of(ep: Any) -> Dist:
-        # ``Distribution.name`` parses METADATA on every call: once per distribution object
-        dist = ep.dist
-        key = id(dist)
-        if key not in names:
-            names[key] = Dist(str(dist.name) if dist is not None else "")
-        return names[key]
+        # one per distribution (its entry points share its object); the name is read if asked
+        key = id(ep.dist)
+        if key not in dists:
+            dists[key] = Dist(source=ep.dist) if ep.dist is not None else Dist("")
+        return dists[key]
 
     everything = entry_points()
     plugins = [
@@ -164,7 +166,7 @@ def scan(plugin_group: str, builtin_group: str, provides_group: str) -> Found:
     except PackageNotFoundError:
         builtins = None
     else:
-        dist = Dist(str(own.name))
+        dist = Dist(source=own)
         builtins = [
             Entry(ep.name, ep.value, ep.group, dist)
             for ep in own.entry_points.select(group=builtin_group)
@@ -278,7 +280,8 @@ def _usable(stored: Any, key: tuple[Any, ...]) -> Found | None:
     try:
         if stored["key"] != key or not _still(stored["seen"]):
             return None
-        return Found.from_rows(stored["rows"])
+        found = stored.get("found")  # this process's own scan (only in memory)
+        return found if isinstance(found, Found) else Found.from_rows(stored["rows"])
     except (KeyError, IndexError, TypeError, ValueError, AttributeError):
         return None
 
@@ -309,10 +312,10 @@ def found(
     seen = _fingerprint(places)  # before the scan: whatever changes after it is seen next time
     result = scan(*groups)
     if _settled(seen, now):
-        made = {"key": key, "seen": seen, "rows": result.rows()}
-        _memory[path] = made  # the next look in this process checks it, even if unwritten
+        # the next look in this process checks it, even if the file cannot be written
+        _memory[path] = {"key": key, "seen": seen, "found": result}
         if not sys.dont_write_bytecode:
-            _write(path, made)
+            _write(path, {"key": key, "seen": seen, "rows": result.rows()})
     return result
 
 

@@ -131,13 +131,7 @@ def _installed() -> tuple[dict[str, Entry], dict[str, list[tuple[str, str]]]]:
 
 def _builtin(entry_point: Entry) -> bool:
     dist = getattr(entry_point, "dist", None)
-    return dist is not None and _dist_name(dist) == "coterie"
-
-
-@functools.lru_cache(maxsize=64)
-def _dist_name(dist: Any) -> str:
-    # a distribution's name is read once per process (``Distribution.name`` parses METADATA)
-    return str(dist.name)
+    return dist is not None and dist.name == "coterie"  # read once per distribution
 
 
 @functools.cache
