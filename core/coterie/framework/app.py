@@ -40,7 +40,6 @@ if TYPE_CHECKING:
     from coterie.framework.config import Config
 
 log = logging.getLogger("coterie")
-#: one line per answered command: ids, command, duration — never the message text
 
 #: state namespace of room settings changed from chat (``!set``, ``!variant NAME``)
 ROOM_SETTINGS = "coterie.rooms"
@@ -428,13 +427,12 @@ class Coterie:
         event = event_key(context.message)
         # read with the room's lock, in the transaction's first round trip: the delivery's
         # record (new with every message) and, on a shared store, the rate limit's take
-        said = [expect_reads([(EVENTS, event)])] if event is not None else []
-        taking = rate is not None and rate.verdict is None
-        take_back = rate.expect() if rate is not None and taking else None
+        said = expect_reads([(EVENTS, event)]) if event is not None else None
+        take_back = rate.expect() if rate is not None else None
         try:
             async with self.state.transaction(lock=context.settings.chronicle or room) as tx:
                 context.tx = tx
-                if rate is not None and taking and not (await rate.decide(tx)).allowed:
+                if rate is not None and not (await rate.decide(tx)).allowed:
                     return rate.refusal()
                 if event is not None:
                     answered = await answered_before(tx, event)
@@ -446,8 +444,8 @@ class Coterie:
                 if event is not None:
                     await record_answer(tx, event, reply)
         finally:
-            for token in said:
-                forget(token)
+            if said is not None:
+                forget(said)
             if take_back is not None:
                 take_back()
         return reply
