@@ -9,12 +9,14 @@ import json
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
 
 from coterie.framework.app import Coterie
 from coterie.framework.config import parse_config
+from coterie.framework.entrypoints import SETTLED
 from coterie.framework.plugins import PROVIDES_GROUP, PluginHost, _installed
 
 OTHER_RULE_SETS = ("coterie_v5", "coterie_d6", "coterie_laia", "coterie_crossover")
@@ -76,6 +78,9 @@ def test_a_roll_in_chat_imports_only_its_rule_set_and_the_console(tmp_path, cli_
     assert "coterie_revised" in modules and "coterie_console" in modules
     assert [p for p in OTHER_RULE_SETS + ADAPTERS if imported(modules, p)] == []
     assert [p for p in HEAVY if imported(modules, p)] == []
+    # the odds commands' engine waits for `!odds` (the roll's expected successes use the rule
+    # set's own odds, not it)
+    assert "coterie.rulekit.odds" not in modules
 
 
 def test_a_rule_set_is_imported_when_a_room_plays_it(tmp_path, cli_env):
@@ -209,3 +214,48 @@ async def test_a_deferred_rule_set_that_fails_to_import_is_reported_when_needed(
     assert (failure.plugin, failure.where) == ("v5", "load")
     assert "not installed" in failure.error
     assert "3 dice" in (await say(app, "!roll 3") or "")
+
+
+WARM = """
+import json, sys
+from coterie.ops.cli import main
+code = main(["chat", "--config", sys.argv[1], "--user", "lynn"])
+from coterie.records import compiled_here
+with open(sys.argv[2], "w", encoding="utf-8") as out:
+    json.dump({"code": code, "modules": sorted(sys.modules), "compiled": compiled_here()}, out)
+"""
+
+
+def test_a_warm_start_reads_no_distribution_metadata_and_compiles_no_dataclass(tmp_path, cli_env):
+    # as an installed coterie starts: bytecode written (here under a prefix of the test's own),
+    # so the entry points' index and the dataclasses' methods are kept beside it
+    # (coterie.framework.entrypoints, coterie.records); the first start writes them
+    (tmp_path / "coterie.toml").write_text("", encoding="utf-8")
+    env = {
+        k: v
+        for k, v in cli_env.items()
+        if k not in ("COTERIE_DATABASE_URL", "PYTHONDONTWRITEBYTECODE")
+    }
+    env["PYTHONPYCACHEPREFIX"] = str(tmp_path / "pycache")
+    work = tmp_path / "work"  # on sys.path (python -c): its times must be settled
+    (work / "data").mkdir(parents=True)
+    time.sleep(SETTLED + 0.2)
+    reports = []
+    for _ in range(2):
+        done = subprocess.run(
+            [sys.executable, "-c", WARM, str(tmp_path / "coterie.toml"), str(tmp_path / "r.json")],
+            input="!roll 3\n",
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=work,
+            timeout=120,
+        )
+        assert done.returncode == 0, done.stderr
+        assert "3 dice, difficulty 6" in done.stdout
+        reports.append(json.loads((tmp_path / "r.json").read_text(encoding="utf-8")))
+    cold, warm = reports
+    assert "importlib.metadata" in cold["modules"] and cold["compiled"] > 100
+    for module in ("importlib.metadata", "email", "zipfile", "csv"):
+        assert module not in warm["modules"], module
+    assert warm["compiled"] == 0

@@ -26,8 +26,10 @@ import logging
 import math
 import random
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TypeVar
+
+from coterie.records import dataclass
 
 T = TypeVar("T")
 

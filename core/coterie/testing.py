@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 import pytest
@@ -37,6 +37,7 @@ from coterie.framework.app import Coterie
 from coterie.framework.config import Config, parse_config
 from coterie.framework.message import Message
 from coterie.framework.plugins import PluginHost, installed_plugins
+from coterie.records import dataclass
 from coterie.render.elements import Italic, LineBreak, Node, Reply, Text
 from coterie.render.encode import to_plain
 from coterie.storage.state import RollRecord

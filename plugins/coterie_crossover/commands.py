@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
 from coterie.errors import UsageError
 from coterie.framework.commands import Command, CommandContext
 from coterie.framework.grammar import Pool, PoolTerm, number, parse_pool, shorten, suggest, tokens
+from coterie.records import dataclass
 from coterie.render.elements import BR, Node, Reply, Text, bold, code, italic
 from coterie.rulekit.pools import checked_pool, plural
 from coterie_crossover import rules

@@ -7,12 +7,13 @@ action loses when the character moves far and acts in the same turn.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from coterie.errors import UsageError
 from coterie.framework.characters import CharacterView
 from coterie.framework.commands import CommandContext
 from coterie.framework.grammar import Grammar, Option, Parsed, Pool, parse, shorten, suggest, tokens
+from coterie.records import dataclass
 from coterie.render.elements import BR, Node, Reply, Text, bold, code, italic
 from coterie.rulekit.pools import difficulty_option, plural
 from coterie.rulekit.sheets import HEALTH_LEVELS

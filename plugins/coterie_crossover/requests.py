@@ -3,9 +3,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from coterie.framework.grammar import Parsed, Pool
+from coterie.records import dataclass
 from coterie.rulekit import pools
 from coterie_crossover import rules
 

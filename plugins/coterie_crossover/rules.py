@@ -11,10 +11,11 @@ for more than one reading, the reading chosen is explained in docs/rules/crossov
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from enum import StrEnum
 
 from coterie.dice import d10
+from coterie.records import dataclass
 from coterie.render.elements import Role
 
 # --- kinds of action ----------------------------------------------------------------------------

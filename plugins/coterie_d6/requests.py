@@ -3,8 +3,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from coterie.records import dataclass
 from coterie.rulekit.pools import plural
 from coterie_d6 import rules
 

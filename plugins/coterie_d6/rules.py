@@ -12,9 +12,10 @@ same code counts a live roll and a replay of given faces.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Literal
 
+from coterie.records import dataclass
 from coterie.render.elements import Role
 
 #: ``draw(n)`` returns the next ``n`` faces of six-sided dice, in the order rolled

@@ -7,7 +7,7 @@ requests, plays them with those rules, and lays the results out as neutral reply
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 from coterie.dice.odds import Distribution, require_rules
@@ -22,6 +22,7 @@ from coterie.framework.variant import (
     Standing,
     Variant,
 )
+from coterie.records import dataclass
 from coterie.render.elements import BR, Die, Node, Role, Text, bold, code
 from coterie.rulekit.pools import plural
 from coterie_d6 import initiative, rules

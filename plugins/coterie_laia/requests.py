@@ -3,9 +3,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from coterie.framework.grammar import Pool
+from coterie.records import dataclass
 
 
 @dataclass(frozen=True)

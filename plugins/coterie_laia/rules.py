@@ -11,11 +11,11 @@ other d10 rule sets comes from :mod:`coterie.d10`.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from fractions import Fraction
 from math import comb
 
 from coterie.dice import d10
+from coterie.records import dataclass
 from coterie.render.elements import Role
 
 # --- difficulty ---------------------------------------------------------------------------------

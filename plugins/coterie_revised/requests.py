@@ -4,9 +4,8 @@ whole request), shared by the rule set (:mod:`coterie_revised.variant`) and its 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from coterie.framework.grammar import Pool
+from coterie.records import dataclass
 
 
 @dataclass(frozen=True)

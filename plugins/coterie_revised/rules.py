@@ -9,9 +9,9 @@ free first botch. Every function is pure: faces or counts in, result out.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from coterie.dice import d10
+from coterie.records import dataclass
 from coterie.render.elements import Role
 
 # --- dice pools ---------------------------------------------------------------------------------

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 from coterie.dice import d10
@@ -11,6 +11,7 @@ from coterie.dice.odds import Distribution, require_rules
 from coterie.errors import UsageError
 from coterie.framework.grammar import Grammar, Option, Parsed
 from coterie.framework.variant import HouseRule, Outcome, RollContext, RoomSettings, Variant
+from coterie.records import dataclass
 from coterie.render.elements import BR, Node, Text, bold, code, italic
 from coterie.rulekit import pools
 from coterie.rulekit.pools import POOL, WILLPOWER, difficulty_option, difficulty_slot, plural

@@ -4,9 +4,10 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from typing import Any
 
+from coterie.records import dataclass
 from coterie.rulekit.pools import plural
 from coterie_v5 import rules
 

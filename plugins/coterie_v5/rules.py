@@ -12,8 +12,9 @@ docs/rules/v5.md.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from enum import StrEnum
+
+from coterie.records import dataclass
 
 # --- dice pools ---------------------------------------------------------------------------------
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any, ClassVar
 
 from coterie.dice.odds import Distribution, require_rules
@@ -26,6 +26,7 @@ from coterie.framework.variant import (
     Standing,
     Variant,
 )
+from coterie.records import dataclass
 from coterie.render.elements import BR, Actions, Button, Die, Node, Role, Text, bold, code, dice
 from coterie.rulekit.pools import plural
 from coterie_v5 import rules

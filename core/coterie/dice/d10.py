@@ -7,8 +7,9 @@ so a rule-set module can read like its rule document and tests can pass fixed fa
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
+from coterie.records import dataclass
 from coterie.render.elements import Role
 
 

@@ -21,10 +21,10 @@ exact integer; :class:`~coterie.dice.odds.Poly` does the multiplications.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from math import comb
 
 from coterie.dice.odds import Poly, bits_for
+from coterie.records import dataclass
 
 #: the default bound of the probability an exploding roll's odds leave out
 TAIL_BOUND = 1e-12

@@ -18,12 +18,13 @@ from __future__ import annotations
 import asyncio
 import functools
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from fractions import Fraction
 from math import comb, factorial
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 from coterie.errors import UsageError
+from coterie.records import dataclass
 
 if TYPE_CHECKING:
     from coterie.framework.variant import Variant

@@ -11,12 +11,13 @@ raises Hunger). The framework only describes; ``coterie.play.characters`` keeps 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from functools import cached_property, lru_cache
 from typing import Any, Literal
 
 from coterie.errors import UsageError
 from coterie.framework.grammar import suggest
+from coterie.records import dataclass
 
 _DROP = str.maketrans("", "", " \t\n_'-")
 

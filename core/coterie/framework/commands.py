@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Awaitable, Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from coterie.dice.sources import DiceSource
@@ -18,6 +18,7 @@ from coterie.framework.ids import shown_id as shown_id
 from coterie.framework.message import Message
 from coterie.framework.parsing import parse_requests as parse_requests
 from coterie.framework.variant import Outcome, RollContext, RoomSettings, SidePart, Variant
+from coterie.records import dataclass
 from coterie.render.elements import Node, Reply
 from coterie.storage.state import RollRecord, RoomState, StateStore, Transaction
 

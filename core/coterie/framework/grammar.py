@@ -11,11 +11,12 @@ from __future__ import annotations
 import difflib
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from functools import cached_property
 from typing import Literal
 
 from coterie.errors import UsageError
+from coterie.records import dataclass
 
 #: longest run of digits accepted anywhere; "99999999999" is refused before any int() conversion
 MAX_DIGITS = 6

@@ -24,10 +24,10 @@ import math
 import time
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from coterie.framework.replies import error_reply
+from coterie.records import dataclass
 from coterie.render.elements import Reply
 from coterie.storage.readahead import expect_take, forget_take
 

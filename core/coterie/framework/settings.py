@@ -12,11 +12,11 @@ with the declared defaults filled in. A plugin that declares nothing keeps its t
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from coterie.errors import ConfigError
 from coterie.framework.grammar import suggest
+from coterie.records import dataclass
 
 _TYPE_WORDS = {bool: "true or false", int: "a whole number", float: "a number", str: "a string"}
 

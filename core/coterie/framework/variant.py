@@ -10,11 +10,12 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 from coterie.dice.sources import DiceSource
 from coterie.framework.grammar import Grammar, Parsed
+from coterie.records import dataclass
 from coterie.render.elements import BR, Node, Text, bold, italic
 
 if TYPE_CHECKING:

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from coterie.errors import ConfigError, UsageError
-from coterie.ops.parser import build_parser
+from coterie.ops.parser import build_parser, command_of
 
 if TYPE_CHECKING:
     from coterie.dice.sources import DiceSource
@@ -378,7 +378,8 @@ def _completion(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    # only the named subcommand is declared: a line naming one parses as with them all
+    parser = build_parser(command_of(sys.argv[1:] if argv is None else argv))
     args = parser.parse_args(argv)
     logging.basicConfig(
         level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s"

@@ -5,6 +5,8 @@ arguments imports nothing of the app (start-up time, docs/performance.md)."""
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from coterie import __version__
 
@@ -29,22 +31,41 @@ def _pool_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The ``coterie`` command line. ``command``: declare only that subcommand, for parsing a
+    line that names it (what :func:`coterie.ops.cli.main` does; see :func:`command_of`): its
+    arguments, help and errors are the full parser's, without declaring the others' (~50
+    arguments; each builds a help formatter, which asks the terminal its width)."""
     parser = argparse.ArgumentParser(
         prog="coterie", description="Storyteller dice bots for every chat platform."
     )
     parser.add_argument("--version", action="version", version=f"coterie {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for name, declare in _DECLARE.items():
+        if command is None or command == name:
+            declare(sub)
+    return parser
 
-    state_note = (
-        "State (room settings, sessions, the roll log) is kept in the store of [state] url or "
-        "$COTERIE_DATABASE_URL, by default the SQLite file coterie.db under data_dir; it is "
-        "created and migrated on start."
-    )
+
+def command_of(argv: Sequence[str]) -> str | None:
+    """The subcommand ``argv`` (the arguments after ``coterie``) names first, if it is one: the
+    full parser reads that word as the subcommand whatever follows it. None otherwise (an
+    option, a typo, nothing), for which the full parser is needed (its errors list them all)."""
+    return argv[0] if argv and argv[0] in _DECLARE else None
+
+
+_STATE_NOTE = (
+    "State (room settings, sessions, the roll log) is kept in the store of [state] url or "
+    "$COTERIE_DATABASE_URL, by default the SQLite file coterie.db under data_dir; it is "
+    "created and migrated on start."
+)
+
+
+def _chat(sub: Any) -> None:
     chat = sub.add_parser(
         "chat",
         help="a chat room in the terminal",
-        description=f"A chat room in the terminal. {state_note}",
+        description=f"A chat room in the terminal. {_STATE_NOTE}",
     )
     chat.add_argument("--variant", help="the room's rule set (default: from the config)")
     chat.add_argument("--config", help="config file (default: $COTERIE_CONFIG or built-ins)")
@@ -58,26 +79,34 @@ def build_parser() -> argparse.ArgumentParser:
     chat.add_argument("-v", "--verbose", action="store_true", help=VERBOSE_HELP)
     chat.set_defaults(func="cmd_chat")
 
+
+def _run(sub: Any) -> None:
     run = sub.add_parser(
         "run",
         help="start every adapter enabled in the config",
-        description=f"Start every adapter enabled in the config. {state_note}",
+        description=f"Start every adapter enabled in the config. {_STATE_NOTE}",
     )
     run.add_argument("--config", help="config file")
     run.add_argument("--log-format", choices=("text", "json"), help=LOG_FORMAT_HELP)
     run.add_argument("-v", "--verbose", action="store_true", help=VERBOSE_HELP)
     run.set_defaults(func="cmd_run")
 
+
+def _plugins(sub: Any) -> None:
     plugins = sub.add_parser("plugins", help="installed and enabled plugins")
     plugins.add_argument("--config", help="config file")
     plugins.set_defaults(func="cmd_plugins")
 
+
+def _config(sub: Any) -> None:
     config = sub.add_parser("config", help="configuration tools")
     config_sub = config.add_subparsers(dest="config_command", required=True, metavar="ACTION")
     check = config_sub.add_parser("check", help="validate a config file")
     check.add_argument("path", nargs="?", help="the file (default: $COTERIE_CONFIG)")
     check.set_defaults(func="cmd_config_check")
 
+
+def _db(sub: Any) -> None:
     db = sub.add_parser(
         "db",
         help="the state database ([state] url, $COTERIE_DATABASE_URL; default data_dir/coterie.db)",
@@ -91,6 +120,8 @@ def build_parser() -> argparse.ArgumentParser:
         db_action.add_argument("--config", help="config file")
         db_action.set_defaults(func="cmd_db")
 
+
+def _export(sub: Any) -> None:
     export = sub.add_parser("export", help="a room's roll log as a session log (md or json)")
     export.add_argument("room", metavar="ROOM", help="the room key, e.g. console:table")
     export.add_argument("--format", choices=("md", "json"), default="md", help="default: md")
@@ -98,6 +129,8 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("--config", help="config file")
     export.set_defaults(func="cmd_export")
 
+
+def _roll(sub: Any) -> None:
     roll = sub.add_parser("roll", help="roll (or count a given roll) and print the result")
     _pool_arguments(roll)
     roll.add_argument("--faces", help="replay these faces instead of rolling, e.g. 9,1,1,8,1")
@@ -106,6 +139,8 @@ def build_parser() -> argparse.ArgumentParser:
     roll.add_argument("--config", help="config file")
     roll.set_defaults(func="cmd_roll")
 
+
+def _odds(sub: Any) -> None:
     odds = sub.add_parser("odds", help="the exact odds of a roll (nothing is rolled)")
     _pool_arguments(odds)
     odds.add_argument(
@@ -116,6 +151,8 @@ def build_parser() -> argparse.ArgumentParser:
     odds.add_argument("--config", help="config file")
     odds.set_defaults(func="cmd_odds")
 
+
+def _completion(sub: Any) -> None:
     completion = sub.add_parser(
         "completion",
         help="print a shell completion script",
@@ -125,10 +162,26 @@ def build_parser() -> argparse.ArgumentParser:
     completion.add_argument("shell", choices=("bash", "zsh"), help="the shell")
     completion.set_defaults(func="_completion")
 
+
+def _new_plugin(sub: Any) -> None:
     new = sub.add_parser(
         "new-plugin", help="write a new rule-set plugin distribution (with passing tests)"
     )
     new.add_argument("name", metavar="NAME", help="the plugin and rule set name, e.g. tally")
     new.add_argument("--dir", default=".", help="where to write coterie-NAME/ (default: here)")
     new.set_defaults(func="_new_plugin")
-    return parser
+
+
+#: every subcommand, in the order ``coterie --help`` lists them, and what declares it
+_DECLARE: dict[str, Callable[[Any], None]] = {
+    "chat": _chat,
+    "run": _run,
+    "plugins": _plugins,
+    "config": _config,
+    "db": _db,
+    "export": _export,
+    "roll": _roll,
+    "odds": _odds,
+    "completion": _completion,
+    "new-plugin": _new_plugin,
+}

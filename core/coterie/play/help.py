@@ -9,7 +9,6 @@ from coterie.framework.grammar import localise, shorten, suggest
 from coterie.hookimpl import hookimpl
 from coterie.play.rooms import require_storyteller
 from coterie.render.elements import BR, Code, Node, Text, bold, code
-from coterie.rulekit.odds import odds_usage
 
 
 def help_command(ctx: CommandContext) -> list[Node]:
@@ -56,6 +55,8 @@ def help_command(ctx: CommandContext) -> list[Node]:
         lines = [bold(f"{prefix}roll"), Text(f" ({variant.name})"), BR, *lines]
         return [*lines, *_examples(found, ctx)]
     if found.name == "odds":
+        from coterie.rulekit.odds import odds_usage
+
         body = [code(localise(odds_usage(variant), prefix)), BR, Text(found.summary)]
         body += [BR, Text(found.details)]
         for word, meaning in variant.odds_options.items():

@@ -4,11 +4,13 @@ toward actions and tasks (``for NAME``, ``retry NAME``) are taken over by
 
 from __future__ import annotations
 
+from typing import Any
+
 from coterie.framework.commands import Command, CommandContext, roll_reply
+from coterie.framework.variant import Variant
 from coterie.hookimpl import hookimpl
 from coterie.play.dice import dice_command, is_expression
 from coterie.render.elements import Reply
-from coterie.rulekit.odds import has_odds, odds_reply
 
 ROLL_USAGE = "!roll POOL [DIFFICULTY] [options] [# comment]"
 
@@ -23,8 +25,19 @@ async def roll(ctx: CommandContext) -> Reply:
     return await roll_reply(ctx)
 
 
+# the odds engine (coterie.rulekit.odds, coterie.dice.odds, fractions) is imported by the first
+# `!odds` or `!help` that lists it, not by every start (docs/performance.md)
 async def odds(ctx: CommandContext) -> Reply:
+    from coterie.rulekit.odds import odds_reply
+
     return await odds_reply(ctx)
+
+
+def has_odds(variant: Variant[Any, Any]) -> bool:
+    """:func:`coterie.rulekit.odds.has_odds`."""
+    from coterie.rulekit.odds import has_odds
+
+    return has_odds(variant)
 
 
 @hookimpl

@@ -7,7 +7,6 @@ from __future__ import annotations
 import copy
 import logging
 import time
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from coterie.errors import UsageError
@@ -17,6 +16,7 @@ from coterie.framework.variant import Variant
 from coterie.play.changelog import NPC_OWNER as NPC_OWNER
 from coterie.play.changelog import log_moves
 from coterie.play.rooms import is_mention, is_storyteller, mention_key, names_person
+from coterie.records import dataclass
 from coterie.storage.character_rows import Character
 
 #: the state namespace of :mod:`coterie.play.storyteller` (which imports this module), where

@@ -8,8 +8,10 @@ mrkdwn, Telegram HTML and Matrix HTML live in their adapters). Nothing here know
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from enum import StrEnum
+
+from coterie.records import dataclass
 
 
 class Role(StrEnum):

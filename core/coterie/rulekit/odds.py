@@ -6,7 +6,7 @@ with the engine in :mod:`coterie.dice.odds`."""
 from __future__ import annotations
 
 import io
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from fractions import Fraction
 from typing import Any
 
@@ -15,6 +15,7 @@ from coterie.errors import UsageError
 from coterie.framework.commands import CommandContext, find_resolver, parse_requests
 from coterie.framework.grammar import tokens
 from coterie.framework.variant import Variant
+from coterie.records import dataclass
 from coterie.render.elements import BR, Code, Image, Node, Reply, Text, bold, italic
 
 

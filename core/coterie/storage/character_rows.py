@@ -12,8 +12,9 @@ that applies its writes at commit (the memory and PostgreSQL stores).
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from typing import Any, Protocol
+
+from coterie.records import dataclass
 
 #: changes kept per author and chronicle for ``!undo`` (older ones are forgotten)
 UNDO_DEPTH = 20

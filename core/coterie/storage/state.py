@@ -19,9 +19,10 @@ import asyncio
 import copy
 import json
 import time
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Protocol, runtime_checkable
 
+from coterie.records import dataclass
 from coterie.storage.character_rows import (
     CharacterStore,
     MemoryCharacters,
