@@ -411,3 +411,33 @@ async def test_postgresql_room_is_freed_after_an_error_or_a_cancel(pg_url: str) 
     finally:
         await one.close()
         await two.close()
+
+
+def test_a_read_is_kept_unless_a_notice_for_its_key_came_meanwhile() -> None:
+    """With messages in flight some commit's notice overlaps almost every read: only a notice
+    that may concern the key read (its own, every key's, or one forgotten meanwhile) keeps the
+    value out of the cache."""
+    from coterie.storage.postgres import PG_CACHE_SIZE, ReadCache
+
+    cache = ReadCache()
+    since = cache.heard
+    cache.notice(("ns", "other"))  # another key's commit, during the read
+    cache.keep(("ns", "k"), "1", since)
+    assert cache[("ns", "k")] == "1"
+    since = cache.heard
+    cache.notice(("ns", "k"))  # its own key's: dropped, and the read is not kept
+    assert ("ns", "k") not in cache
+    cache.keep(("ns", "k"), "1", since - 1)
+    assert ("ns", "k") not in cache
+    cache.keep(("ns", "k"), "2", cache.heard)  # a read begun after it is
+    assert cache[("ns", "k")] == "2"
+    since = cache.heard
+    cache.notice(None)  # every key's
+    assert not cache
+    cache.keep(("ns", "k"), "2", since)
+    assert not cache
+    since = cache.heard
+    for n in range(PG_CACHE_SIZE + 1):  # so many that the oldest are forgotten
+        cache.notice(("ns", f"x{n}"))
+    cache.keep(("ns", "k"), "3", since)
+    assert not cache

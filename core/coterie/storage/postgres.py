@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections import OrderedDict
 from typing import TYPE_CHECKING, Any
 
 from coterie.storage.character_rows import UNDO_DEPTH, Character, CharacterWrites, parse_sheet
@@ -52,6 +53,44 @@ PG_CHANNEL = "coterie_kv"
 #: values a PostgreSQL store keeps from ``get`` outside transactions
 PG_CACHE_SIZE = 4096
 _ROLL_COLUMNS = ", ".join(f'"{name}"' for name in ROLL_FIELDS)
+
+
+class ReadCache(dict[tuple[str, str], str | None]):
+    """PostgreSQL: the values ``get`` read outside transactions, kept while the store's listener
+    hears the keys every commit changes (:data:`PG_CHANNEL`). :meth:`notice` drops a key (or,
+    for ``None``, every key); a value read while a notice for its own key, or for every key,
+    arrived is not kept (:meth:`keep` with the count of notices heard when the read began).
+    Notices for other keys do not matter: with messages in flight, some commit's notice
+    overlaps almost every read, which kept nothing."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        #: notices heard so far
+        self.heard = 0
+        self._last: OrderedDict[tuple[str, str], int] = OrderedDict()
+        self._everything = 0  # the last notice for every key
+        self._forgotten = 0  # the last notice dropped from ``_last``
+
+    def notice(self, key: tuple[str, str] | None) -> None:
+        self.heard += 1
+        if key is None:
+            self._everything = self.heard
+            self.clear()
+            return
+        self._last[key] = self.heard
+        self._last.move_to_end(key)
+        if len(self._last) > PG_CACHE_SIZE:
+            self._forgotten = self._last.popitem(last=False)[1]
+        self.pop(key, None)
+
+    def keep(self, key: tuple[str, str], value: str | None, since: int) -> None:
+        """Keep ``value`` of ``key``, read from when :attr:`heard` was ``since``, unless a
+        notice that may concern it arrived meanwhile."""
+        if max(self._everything, self._forgotten, self._last.get(key, 0)) > since:
+            return
+        if len(self) >= PG_CACHE_SIZE:
+            self.pop(next(iter(self)))
+        self[key] = value
 
 
 def active_key(chronicle: str, owner: str) -> tuple[str, str]:

@@ -53,12 +53,12 @@ from coterie.storage.engine import create_engine, normalize_url, sqlite_path, ta
 from coterie.storage.engine import safe_url as safe_url
 from coterie.storage.postgres import (
     ADVISORY_CLASS,
-    PG_CACHE_SIZE,
     PG_CHANNEL,
     PG_POOL_SIZE,
     PG_SETUP,
     SELECT_PG_ROLLS,
     PGTransaction,
+    ReadCache,
     pg_literal,
 )
 from coterie.storage.rows import RETRY_ATTEMPTS as RETRY_ATTEMPTS
@@ -124,9 +124,8 @@ class SQLStore(SQLCharacterReads):
         self._freed = asyncio.Condition()
         self._read_ahead: dict[str, tuple[tuple[str, str], ...]] = {}
         #: PostgreSQL: values read by ``get``, kept while a listener hears every commit's keys
-        self._cache: dict[tuple[str, str], str | None] = {}
+        self._cache = ReadCache()
         self._listener: Any = None
-        self._heard = 0  # notices heard (a read that overlaps one is not kept)
         self._writer: sqlite3.Connection | None = None
         self._reader: sqlite3.Connection | None = None
         self._checkpointer: sqlite3.Connection | None = None
@@ -299,17 +298,12 @@ class SQLStore(SQLCharacterReads):
         self._listener = listener
 
     def _heard_notice(self, _conn: Any, _pid: int, _channel: str, payload: str) -> None:
-        self._heard += 1
-        if payload == "*":
-            self._cache.clear()
-        else:
-            namespace, _, key = payload.partition("\x1f")
-            self._cache.pop((namespace, key), None)
+        namespace, _, key = payload.partition("\x1f")
+        self._cache.notice(None if payload == "*" else (namespace, key))
 
     def _lost_listener(self, _conn: Any) -> None:
         self._listener = None  # notices may be missed from now on: nothing cached is kept
-        self._heard += 1
-        self._cache.clear()
+        self._cache.notice(None)
 
     @asynccontextmanager
     async def _pg_transaction(self, lock: str) -> AsyncIterator[PGTransaction]:
@@ -379,13 +373,11 @@ class SQLStore(SQLCharacterReads):
         if self._listener is not None and wanted in self._cache:
             return self._cache[wanted]
         await self._listen()
-        heard = self._heard
+        heard = self._cache.heard
         async with self._connection() as conn:
             value: str | None = await conn.fetchval(query, *(args or wanted))
-        if self._listener is not None and heard == self._heard:
-            if len(self._cache) >= PG_CACHE_SIZE:
-                self._cache.pop(next(iter(self._cache)))
-            self._cache[wanted] = value
+        if self._listener is not None:
+            self._cache.keep(wanted, value, heard)
         return value
 
     async def set(self, namespace: str, key: str, value: Any) -> None:
