@@ -44,6 +44,8 @@ NO_LIMITS = {"rate": {"enabled": False}}
 #: Telegram update ids (a second sender on the same database must not send the first's again:
 #: they would be redeliveries)
 UPDATE_IDS = itertools.count(900_001)
+#: Telegram senders made so far (each gets chats of its own)
+SENDERS = itertools.count()
 #: SQLite write transactions begun (each is one ``BEGIN IMMEDIATE``)
 BEGUN = [0]
 _lite = SQLStore._lite
@@ -151,7 +153,10 @@ async def telegram_sender(url: str, limits: dict[str, Any] = NO_LIMITS) -> Async
     await upgrade(url)
     public = "https://coterie.example/hook"
     async with FakeTelegram() as fake, aiohttp.ClientSession() as session:
-        chats = [-1_000_100 - i for i in range(CHANNELS)]
+        # chats of their own: a message id is unique only in its chat, and the fake's start at
+        # 101 in each (messages again would be redeliveries, answered from their records)
+        base = -1_000_100 - 1000 * next(SENDERS)
+        chats = [base - i for i in range(CHANNELS)]
         for chat in chats:
             fake.add_chat(chat, "group", title=f"Game {chat}")
         user = fake.user(11, "Lynn")
