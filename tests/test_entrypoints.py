@@ -4,10 +4,8 @@ changed: a distribution installed, removed or edited afterwards is never hidden 
 from __future__ import annotations
 
 import importlib.machinery
-import json
 import marshal
 import os
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -15,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from chat_probe import cached_env, chat_probe
 from coterie.framework import entrypoints
 from coterie.framework.entrypoints import found, scan
 from coterie.framework.plugins import BUILTIN_GROUP, ENTRY_POINT_GROUP, PROVIDES_GROUP
@@ -211,14 +210,6 @@ def test_no_index_when_another_finder_can_find_distributions(tmp_path, site, mon
     assert importlib.machinery.PathFinder in sys.meta_path
 
 
-CHAT = """
-import json, sys
-from coterie.ops.cli import main
-code = main(["chat", "--config", sys.argv[1], "--user", "lynn"])
-with open(sys.argv[2], "w", encoding="utf-8") as out:
-    json.dump({"code": code, "modules": sorted(sys.modules)}, out)
-"""
-
 HELLO = """
 from coterie import hookimpl
 from coterie.framework.commands import Command
@@ -242,27 +233,12 @@ def test_a_plugin_installed_after_the_index_was_written_is_found(tmp_path, cli_e
     work.mkdir()
     site.mkdir()
     (tmp_path / "coterie.toml").write_text("", encoding="utf-8")  # enable = ["*"]
-    env = {
-        k: v
-        for k, v in cli_env.items()
-        if k not in ("COTERIE_DATABASE_URL", "PYTHONDONTWRITEBYTECODE")
-    }
-    env["PYTHONPYCACHEPREFIX"] = str(tmp_path / "pycache")
+    env = cached_env(cli_env, tmp_path)
     env["PYTHONPATH"] = os.pathsep.join([str(site), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
 
     def start(line: str) -> tuple[str, set[str]]:
-        done = subprocess.run(
-            [sys.executable, "-c", CHAT, str(tmp_path / "coterie.toml"), str(tmp_path / "r.json")],
-            input=line + "\n",
-            capture_output=True,
-            text=True,
-            env=env,
-            cwd=work,
-            timeout=120,
-        )
-        assert done.returncode == 0, done.stderr
-        report = json.loads((tmp_path / "r.json").read_text(encoding="utf-8"))
-        return done.stdout, set(report["modules"])
+        out, report = chat_probe(tmp_path, env, [line], cwd=work)
+        return out, set(report["modules"])
 
     start("!roll 3")  # creates the database
     time.sleep(entrypoints.SETTLED + 0.2)  # an install long done: its times are settled

@@ -6,11 +6,9 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import json
 import marshal
 import pickle
 import re
-import subprocess
 import sys
 from importlib.util import MAGIC_NUMBER
 from pathlib import Path
@@ -18,6 +16,7 @@ from typing import Any, ClassVar
 
 import pytest
 
+from chat_probe import cached_env, chat_probe
 from coterie import records
 from coterie.records import dataclass
 
@@ -292,39 +291,15 @@ def test_every_dataclass_of_coterie_and_its_rule_sets_uses_it():
     assert offenders == []
 
 
-PROBE = """
-import json, sys
-from coterie.ops.cli import main
-code = main(["chat", "--config", sys.argv[1], "--user", "lynn"])
-from coterie import records
-with open(sys.argv[2], "w", encoding="utf-8") as out:
-    json.dump({"code": code, "compiled": records.compiled_here()}, out)
-"""
-
-
 def test_a_second_chat_start_compiles_no_dataclass_method(tmp_path, cli_env):
     (tmp_path / "coterie.toml").write_text(
         '[plugins]\nenable = ["revised", "console"]\n', encoding="utf-8"
     )
-    env = {
-        k: v
-        for k, v in cli_env.items()
-        if k not in ("COTERIE_DATABASE_URL", "PYTHONDONTWRITEBYTECODE")
-    }
-    env["PYTHONPYCACHEPREFIX"] = str(tmp_path / "pycache")
+    env = cached_env(cli_env, tmp_path)
     compiled = []
     for _ in range(2):
-        done = subprocess.run(
-            [sys.executable, "-c", PROBE, str(tmp_path / "coterie.toml"), str(tmp_path / "r.json")],
-            input="!roll 3\n",
-            capture_output=True,
-            text=True,
-            env=env,
-            cwd=tmp_path,
-            timeout=120,
-        )
-        assert done.returncode == 0, done.stderr
-        assert "3 dice, difficulty 6" in done.stdout
-        compiled.append(json.loads((tmp_path / "r.json").read_text(encoding="utf-8"))["compiled"])
+        out, report = chat_probe(tmp_path, env, ["!roll 3"])
+        assert "3 dice, difficulty 6" in out
+        compiled.append(report["compiled"])
     assert compiled[0] > 100 and compiled[1] == 0, compiled
     assert list((tmp_path / "pycache").rglob("records.*.methods"))

@@ -5,7 +5,6 @@ Checked on ``sys.modules`` of a real ``coterie chat`` in a subprocess, not on a 
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 import textwrap
@@ -14,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from chat_probe import cached_env, chat_probe
 from coterie.framework.app import Coterie
 from coterie.framework.config import parse_config
 from coterie.framework.entrypoints import SETTLED
@@ -32,14 +32,6 @@ HEAVY = (
     "nio",
 )
 
-CHAT = """
-import json, sys
-from coterie.ops.cli import main
-code = main(["chat", "--config", sys.argv[1], "--user", "lynn"])
-with open(sys.argv[2], "w", encoding="utf-8") as out:
-    json.dump({"code": code, "modules": sorted(sys.modules)}, out)
-"""
-
 
 def chat(
     tmp_path: Path, env: dict[str, str], lines: list[str], config: str = ""
@@ -47,21 +39,9 @@ def chat(
     """Run ``coterie chat`` (piped, on the SQLite store) with these input lines: its output and the
     modules it had imported when it ended."""
     (tmp_path / "coterie.toml").write_text(config, encoding="utf-8")
-    report = tmp_path / "modules.json"
     env = {k: v for k, v in env.items() if k != "COTERIE_DATABASE_URL"}
-    done = subprocess.run(
-        [sys.executable, "-c", CHAT, str(tmp_path / "coterie.toml"), str(report)],
-        input="".join(line + "\n" for line in lines),
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=tmp_path,
-        timeout=120,
-    )
-    assert done.returncode == 0, done.stderr
-    result = json.loads(report.read_text(encoding="utf-8"))
-    assert result["code"] == 0, done.stderr
-    return done.stdout, set(result["modules"])
+    out, report = chat_probe(tmp_path, env, lines)
+    return out, set(report["modules"])
 
 
 def imported(modules: set[str], package: str) -> bool:
@@ -216,44 +196,20 @@ async def test_a_deferred_rule_set_that_fails_to_import_is_reported_when_needed(
     assert "3 dice" in (await say(app, "!roll 3") or "")
 
 
-WARM = """
-import json, sys
-from coterie.ops.cli import main
-code = main(["chat", "--config", sys.argv[1], "--user", "lynn"])
-from coterie.records import compiled_here
-with open(sys.argv[2], "w", encoding="utf-8") as out:
-    json.dump({"code": code, "modules": sorted(sys.modules), "compiled": compiled_here()}, out)
-"""
-
-
 def test_a_warm_start_reads_no_distribution_metadata_and_compiles_no_dataclass(tmp_path, cli_env):
     # as an installed coterie starts: bytecode written (here under a prefix of the test's own),
     # so the entry points' index and the dataclasses' methods are kept beside it
     # (coterie.framework.entrypoints, coterie.records); the first start writes them
     (tmp_path / "coterie.toml").write_text("", encoding="utf-8")
-    env = {
-        k: v
-        for k, v in cli_env.items()
-        if k not in ("COTERIE_DATABASE_URL", "PYTHONDONTWRITEBYTECODE")
-    }
-    env["PYTHONPYCACHEPREFIX"] = str(tmp_path / "pycache")
+    env = cached_env(cli_env, tmp_path)
     work = tmp_path / "work"  # on sys.path (python -c): its times must be settled
     (work / "data").mkdir(parents=True)
     time.sleep(SETTLED + 0.2)
     reports = []
     for _ in range(2):
-        done = subprocess.run(
-            [sys.executable, "-c", WARM, str(tmp_path / "coterie.toml"), str(tmp_path / "r.json")],
-            input="!roll 3\n",
-            capture_output=True,
-            text=True,
-            env=env,
-            cwd=work,
-            timeout=120,
-        )
-        assert done.returncode == 0, done.stderr
-        assert "3 dice, difficulty 6" in done.stdout
-        reports.append(json.loads((tmp_path / "r.json").read_text(encoding="utf-8")))
+        out, report = chat_probe(tmp_path, env, ["!roll 3"], cwd=work)
+        assert "3 dice, difficulty 6" in out
+        reports.append(report)
     cold, warm = reports
     assert "importlib.metadata" in cold["modules"] and cold["compiled"] > 100
     for module in ("importlib.metadata", "email", "zipfile", "csv"):
