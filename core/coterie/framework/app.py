@@ -25,7 +25,7 @@ from coterie.framework.message import Message
 from coterie.framework.metrics import Metrics
 from coterie.framework.parsing import split_line
 from coterie.framework.plugins import PluginHost
-from coterie.framework.ratelimit import RateCheck, limiter_for, slow_down
+from coterie.framework.ratelimit import RateCheck, SharedRateLimiter, limiter_for, slow_down
 from coterie.framework.replies import check_elements, error_reply, localise_buttons
 from coterie.framework.sessions import current_play
 from coterie.framework.settings import check_plugin_settings
@@ -251,16 +251,16 @@ class Coterie:
         limited = False
         writes = self._room_writes
         rate: RateCheck | None = None
+        limiter = self.rate_limiter
         if command is not None:
             if (
                 route is not None
                 and route.command is not None
                 and route.command.transaction
-                and self.rate_limiter.joins(message.platform)
+                and isinstance(limiter, SharedRateLimiter)
+                and limiter.joins(message.platform)
             ):  # limited in its room's transaction (a shared store: no round trips of its own)
-                rate = RateCheck(
-                    self.rate_limiter, message.platform, message.room_key, message.user, command
-                )
+                rate = RateCheck(limiter, message.platform, message.room_key, message.user, command)
             else:
                 verdict = await self.rate_limiter.verdict(
                     message.platform, message.room_key, message.user, command

@@ -163,26 +163,6 @@ class RateLimiter:
         """:meth:`check`, as :meth:`Coterie.handle` asks it (a shared limiter asks the store)."""
         return self.check(platform, room_key, user, command)
 
-    def joins(self, platform: str) -> bool:
-        """Whether a command from ``platform`` that runs in a transaction is limited inside it
-        (:class:`SharedRateLimiter`); never for limits kept in this process."""
-        return False
-
-    def expect(self, platform: str, room_key: str, user: str, command: str) -> Callable[[], None]:
-        """Say what the next transaction of this task takes for :meth:`verdict_in` (nothing,
-        here); returns what takes it back once the transaction has opened."""
-        return _nothing
-
-    async def verdict_in(
-        self, tx: Any, platform: str, room_key: str, user: str, command: str
-    ) -> Verdict:
-        """:meth:`verdict`, inside a command's transaction ``tx`` (this process's buckets)."""
-        return self.check(platform, room_key, user, command)
-
-
-def _nothing() -> None:
-    pass
-
 
 class SharedRateLimiter(RateLimiter):
     """The same buckets, kept in a shared store's ``kv`` table (namespace ``coterie.rate``, one
@@ -243,9 +223,8 @@ class SharedRateLimiter(RateLimiter):
         ``tx`` (a transaction that cannot take: alone, as :meth:`verdict`)."""
         if self.exempt(platform):
             return ALLOWED
-        taken = getattr(tx, "taken", None)
-        found = await taken() if taken is not None else None
-        if found is None:
+        found = await tx.taken()
+        if found is None:  # (an outer transaction of this task, opened before the take was said)
             return await self.verdict(platform, room_key, user, command)
         await self._prune()
         return _verdict(found)
@@ -286,14 +265,14 @@ def _verdict(found: dict[str, Any]) -> Verdict:
 
 class RateCheck:
     """One command's rate limit, decided inside the command's own transaction when the limiter
-    :meth:`~RateLimiter.joins` it: its take is said before the transaction opens
+    :meth:`~SharedRateLimiter.joins` it: its take is said before the transaction opens
     (:meth:`expect`) and made with its first round trip (:meth:`decide`). A command that ends
     before its transaction (an error found first) is limited :meth:`alone`."""
 
     __slots__ = ("command", "limiter", "platform", "room_key", "user", "verdict")
 
     def __init__(
-        self, limiter: RateLimiter, platform: str, room_key: str, user: str, command: str
+        self, limiter: SharedRateLimiter, platform: str, room_key: str, user: str, command: str
     ) -> None:
         self.limiter = limiter
         self.platform, self.room_key, self.user, self.command = platform, room_key, user, command
