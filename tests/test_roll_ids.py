@@ -1,11 +1,16 @@
-"""Roll ids do not repeat (issue 19, item 1): a million of them into the SQLite roll log's
-UNIQUE index, rolls through the whole message path, and ``!log`` never confusing two rolls whose
-shown (short) ids are the same."""
+"""Roll ids do not repeat (issue 19, item 1): a million of them, rolls through the whole message
+path, and ``!log`` never confusing two rolls whose shown (short) ids are the same; migration 0003,
+which took the unique index off ``id`` (issue 18)."""
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+import sqlalchemy as sa
 
 from coterie.dice.sources import SeededDice
 from coterie.framework.app import Coterie
@@ -13,11 +18,14 @@ from coterie.framework.commands import ID_ALPHABET, ROLL_ID_LENGTH, new_roll_id,
 from coterie.framework.config import Config
 from coterie.framework.message import Message
 from coterie.render.encode import to_plain
-from coterie.storage.migrate import upgrade
+from coterie.storage.engine import create_engine
+from coterie.storage.migrate import current, upgrade
 from coterie.storage.sql import SQLStore
 from coterie.storage.state import RollRecord
+from test_store_characters import _migrate
 
 MILLION = 1_000_000
+T = TypeVar("T")
 CONFIG = {"plugins": {"enable": ["revised"]}, "limits": {"rate": {"enabled": False}}}
 
 
@@ -32,31 +40,102 @@ def test_ids_have_65_random_bits_in_the_alphabet() -> None:
     assert shown_id("k3f9qz") == "k3f9qz"  # an id logged before ids grew
 
 
-async def test_a_million_ids_into_the_sqlite_roll_log(tmp_path: Path) -> None:
-    """10^6 ids, each inserted into the real ``rolls`` table with its UNIQUE index on ``id``
-    (one transaction, rows otherwise alike; in sorted order, which SQLite's indexes take
-    several times faster and which changes nothing about which ids repeat): not one is
-    refused."""
-    url = f"sqlite:///{tmp_path / 'c.db'}"
-    await upgrade(url)
-    store = SQLStore(url)
+def test_a_million_ids_do_not_repeat() -> None:
+    """10^6 new ids, not one the same as another (the roll log keeps no unique index on ``id``
+    since migration 0003: 65 random bits are what keeps ids apart)."""
     began = time.perf_counter()
+    ids = {new_roll_id() for _ in range(MILLION)}
+    assert len(ids) == MILLION
+    assert time.perf_counter() - began < 30
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+async def test_migration_0003_keeps_the_log_and_drops_only_the_unique_index(
+    backend: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """Up from 0002: every roll kept with its ``seq``, new rolls numbered after them, the
+    ``(room, seq)`` index still there, and two rolls may share an id (``!log`` lists both);
+    down again: the unique index is back and refuses a repeated id."""
+    url = (
+        f"sqlite+aiosqlite:///{tmp_path / 'state.db'}"
+        if backend == "sqlite"
+        else request.getfixturevalue("pg_url")
+    )
+    await _migrate(url, "upgrade", "0002")
+    store = SQLStore(url)
     try:
-        async with store.transaction("t:r") as tx:
-            await tx.log_roll(RollRecord(**_row("first")))
-            db = tx._db  # the store's own connection, inside its transaction
-            db.execute("PRAGMA cache_size = -131072")  # the indexes in memory: a fast test
-            db.executemany(
-                'INSERT INTO rolls (id, room, "user", display_name, variant, request, faces, '
-                "outcome, successes, botch, time, detail) "
-                "VALUES (?, 't:r', 'u', 'U', 'revised', '!roll 1', '[]', 'failure', 0, 0, 0, '{}')",
-                ((roll_id,) for roll_id in sorted(new_roll_id() for _ in range(MILLION))),
-            )
-        count = await store._read(lambda d: d.execute("SELECT count(DISTINCT id) FROM rolls"))
-        assert count.fetchone()[0] == MILLION + 1
+        for n in range(5):
+            await store.log_roll(RollRecord(**{**_row(f"before{n}aaaaaa"), "faces": [n + 1]}))
+        before = [(r.id, r.faces) for r in await store.rolls("t:r", limit=None)]
+        with pytest.raises(Exception, match=r"(?i)unique"):
+            await store.log_roll(RollRecord(**_row("before0aaaaaa")))
     finally:
         await store.close()
-    assert time.perf_counter() - began < 60
+    await upgrade(url)
+    assert await current(url) == "0003"
+    store = SQLStore(url)
+    try:
+        assert [(r.id, r.faces) for r in await store.rolls("t:r", limit=None)] == before
+        await store.log_roll(RollRecord(**{**_row("before0aaaaaa"), "faces": [9]}))
+        await store.log_roll(RollRecord(**{**_row("after0aaaaaaa"), "faces": [8]}))
+        rolls = await store.rolls("t:r", limit=3)
+        assert [(r.id, r.faces) for r in rolls] == [
+            ("after0aaaaaaa", [8]),
+            ("before0aaaaaa", [9]),
+            ("before4aaaaaa", [5]),
+        ]
+    finally:
+        await store.close()
+    assert await _unique_on_id(url) is False
+    assert "ix_rolls_room_seq" in await _indexes(url)
+    with pytest.raises(Exception, match=r"(?i)unique"):  # down: refused while an id repeats
+        await _migrate(url, "downgrade", "0002")
+    assert await current(url) == "0003"
+    await _execute(url, "DELETE FROM rolls WHERE faces = '[9]'")
+    await _migrate(url, "downgrade", "0002")
+    assert await current(url) == "0002"
+    assert await _unique_on_id(url) is True
+    assert "ix_rolls_room_seq" in await _indexes(url)
+    store = SQLStore(url)
+    try:
+        with pytest.raises(Exception, match=r"(?i)unique"):
+            await store.log_roll(RollRecord(**_row("after0aaaaaaa")))
+        assert len(await store.rolls("t:r", limit=None)) == 6
+    finally:
+        await store.close()
+
+
+async def _inspect(url: str, look: Callable[[Any], T]) -> T:
+    engine = create_engine(url)
+    try:
+        async with engine.connect() as conn:
+            return await conn.run_sync(lambda c: look(sa.inspect(c)))
+    finally:
+        await engine.dispose()
+
+
+async def _indexes(url: str) -> set[str]:
+    return await _inspect(url, lambda i: {x["name"] for x in i.get_indexes("rolls")})
+
+
+async def _unique_on_id(url: str) -> bool:
+    """Whether anything on ``rolls`` refuses a repeated ``id`` (a unique constraint or index)."""
+
+    def look(inspector: Any) -> bool:
+        unique = [c["column_names"] for c in inspector.get_unique_constraints("rolls")]
+        unique += [x["column_names"] for x in inspector.get_indexes("rolls") if x["unique"]]
+        return ["id"] in unique
+
+    return await _inspect(url, look)
+
+
+async def _execute(url: str, statement: str) -> None:
+    engine = create_engine(url)
+    try:
+        async with engine.begin() as conn:
+            await conn.execute(sa.text(statement))
+    finally:
+        await engine.dispose()
 
 
 def _row(roll_id: str) -> dict[str, object]:

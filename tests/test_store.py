@@ -297,7 +297,7 @@ async def test_migrations_to_head_and_idempotent(
     else:
         url = request.getfixturevalue("pg_url")
     head = head_revision()
-    assert head == "0002"
+    assert head == "0003"
     if backend == "postgresql":
         assert await current(url) is None  # the empty database exists, unmigrated
     await upgrade(url)
@@ -331,12 +331,12 @@ def test_cli_db_upgrade_and_current(
     assert "no database yet" in capsys.readouterr().out
     assert not db.exists()  # `current` does not create it
     assert cli.main(["db", "upgrade", "--config", str(config)]) == 0
-    assert "upgraded from empty to 0002" in capsys.readouterr().out
+    assert "upgraded from empty to 0003" in capsys.readouterr().out
     assert db.exists()
     assert cli.main(["db", "upgrade", "--config", str(config)]) == 0
-    assert "already at 0002" in capsys.readouterr().out
+    assert "already at 0003" in capsys.readouterr().out
     assert cli.main(["db", "current", "--config", str(config)]) == 0
-    assert "0002 (head)" in capsys.readouterr().out
+    assert "0003 (head)" in capsys.readouterr().out
 
 
 def test_cli_db_on_postgresql(
@@ -346,9 +346,9 @@ def test_cli_db_on_postgresql(
     assert cli.main(["db", "current"]) == 1
     assert "empty" in capsys.readouterr().out
     assert cli.main(["db", "upgrade"]) == 0
-    assert "upgraded from empty to 0002" in capsys.readouterr().out
+    assert "upgraded from empty to 0003" in capsys.readouterr().out
     assert cli.main(["db", "current"]) == 0
-    assert "0002 (head)" in capsys.readouterr().out
+    assert "0003 (head)" in capsys.readouterr().out
 
 
 def test_cli_db_unreachable_server_is_a_friendly_error(

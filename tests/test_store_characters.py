@@ -240,7 +240,7 @@ async def test_migration_0002_moves_every_sheet_and_stack_and_back(
     )
     await _fill_0001(url)
     await upgrade(url)
-    assert await current(url) == "0002"
+    assert await current(url) == "0003"
     store = SQLStore(url)
     try:
         active = await store.active_character("test:a", "ana")
@@ -285,7 +285,7 @@ async def test_a_0001_sqlite_database_is_upgraded_when_opened(
     config = load_config(None)
     store = await open_store(config)
     try:
-        assert SCHEMA_HEAD == "0002"
+        assert SCHEMA_HEAD == "0003"
         found = await store.active_character("test:a", "ana")
         assert found is not None and found.key == "lise"
     finally:

@@ -58,7 +58,6 @@ def _define_tables() -> SimpleNamespace:
         sa.Column("session", sa.Text, nullable=True),
         sa.Column("time", sa.Double, nullable=False),
         sa.Column("detail", sa.Text, nullable=False),
-        sa.UniqueConstraint("id", name="uq_rolls_id"),
         sa.Index("ix_rolls_room_seq", "room", "seq"),
     )
     #: characters (#17): one row per character of a player (or of a chronicle's NPCs, owner

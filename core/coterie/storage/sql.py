@@ -83,7 +83,7 @@ log = logging.getLogger(__name__)
 MIGRATION_LOCK = "coterie.migrations"
 #: the newest migration in ``coterie/migrations/versions`` (a test checks it is Alembic's head):
 #: start-up compares a SQLite database's ``alembic_version`` with it before importing Alembic
-SCHEMA_HEAD = "0002"
+SCHEMA_HEAD = "0003"
 
 _SELECT_VALUE = "SELECT value FROM kv WHERE namespace = ? AND key = ?"
 
