@@ -1,6 +1,7 @@
 """The SQLite store remembers the values it read (every message reads its room's settings) and
 never answers a stale one: not after its own writes, not after a rolled-back write, not after
-another connection's or another process's commit (``PRAGMA data_version``)."""
+another connection's or another process's commit (``PRAGMA data_version``). Inside a write
+transaction too, where the check is made once, as the transaction begins."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import pytest
 from coterie.storage import sqlite as lite
 from coterie.storage.migrate import upgrade
 from coterie.storage.sql import SQLStore
+from coterie.storage.state import RollRecord
 
 
 @pytest.fixture
@@ -134,3 +136,55 @@ async def test_a_store_reopened_forgets_what_it_read(store: SQLStore, tmp_path: 
     other.close()
     await store.set("rooms", "r", {"v": 0})  # a new writing connection
     assert await store.get("rooms", "other") == {"v": 2}
+
+
+async def test_a_transaction_reads_remembered_values_without_a_select(store: SQLStore) -> None:
+    """Inside a write transaction a remembered value is answered from memory (the file was
+    checked unchanged when the transaction began); a value read there is remembered for the
+    next read, in a transaction or not."""
+    await store.set("rooms", "r", {"v": 1})
+    await store.set("play", "r", {"session": "s1"})
+    assert await store.get("rooms", "r") == {"v": 1}
+    selects = _selects(store)
+    async with store.transaction() as tx:
+        assert await tx.get("rooms", "r") == {"v": 1}
+        assert selects == []
+        assert await tx.get("play", "r") == {"session": "s1"}  # read, and remembered
+        assert len(selects) == 1
+        first = await tx.get("play", "r")
+        first["session"] = "changed by the caller"
+        assert await tx.get("play", "r") == {"session": "s1"}
+        await tx.log_roll(_record())
+    assert len(selects) == 1
+    async with store.transaction() as tx:
+        assert await tx.get("play", "r") == {"session": "s1"}
+    assert await store.get("play", "r") == {"session": "s1"}
+    assert len(selects) == 1
+
+
+async def test_a_transaction_sees_another_connections_commit(
+    store: SQLStore, tmp_path: Path
+) -> None:
+    await store.set("rooms", "r", {"v": 1})
+    async with store.transaction() as tx:
+        assert await tx.get("rooms", "r") == {"v": 1}  # remembered
+    other = sqlite3.connect(tmp_path / "state.db", isolation_level=None)
+    other.execute("UPDATE kv SET value = ? WHERE namespace = 'rooms' AND key = 'r'", ('{"v":2}',))
+    other.close()
+    async with store.transaction() as tx:
+        assert await tx.get("rooms", "r") == {"v": 2}
+
+
+
+def _record() -> RollRecord:
+    return RollRecord(
+        id="k3f9qzab7mxq2",
+        room="t:r",
+        user="u",
+        display_name="U",
+        variant="revised",
+        request="!roll 1",
+        faces=[5],
+        outcome="failure",
+        successes=0,
+    )

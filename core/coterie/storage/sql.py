@@ -67,6 +67,7 @@ from coterie.storage.rows import is_retryable as is_retryable
 from coterie.storage.sql_characters import SQLCharacterReads
 from coterie.storage.sqlite import (
     CHECKPOINT_EVERY,
+    SELECT_VALUE,
     LiteScope,
     RememberedValues,
     connect_sqlite,
@@ -84,8 +85,6 @@ MIGRATION_LOCK = "coterie.migrations"
 #: the newest migration in ``coterie/migrations/versions`` (a test checks it is Alembic's head):
 #: start-up compares a SQLite database's ``alembic_version`` with it before importing Alembic
 SCHEMA_HEAD = "0003"
-
-_SELECT_VALUE = "SELECT value FROM kv WHERE namespace = ? AND key = ?"
 
 
 def __getattr__(name: str) -> Any:
@@ -196,7 +195,7 @@ class SQLStore(SQLCharacterReads):
 
     async def _read_value(self, namespace: str, key: str) -> str | None:
         """The stored text of one value, read afresh (waiting while the file is locked)."""
-        found = await self._read(lambda db: db.execute(_SELECT_VALUE, (namespace, key)).fetchone())
+        found = await self._read(lambda db: db.execute(SELECT_VALUE, (namespace, key)).fetchone())
         return None if found is None else str(found[0])
 
     async def _read(self, work: Callable[[sqlite3.Connection], T]) -> T:

@@ -43,6 +43,7 @@ _UPSERT = (
     "ON CONFLICT (namespace, key) DO UPDATE SET value = excluded.value, "
     "updated_at = excluded.updated_at"
 )
+SELECT_VALUE = "SELECT value FROM kv WHERE namespace = ? AND key = ?"
 _INSERT_ROLL = (
     f"INSERT INTO rolls ({', '.join(f'{chr(34)}{name}{chr(34)}' for name in ROLL_FIELDS)}) "
     f"VALUES ({', '.join('?' for _ in ROLL_FIELDS)})"
@@ -139,6 +140,14 @@ class RememberedValues:
         self.values: dict[tuple[str, str], str | None] = {}
         self.version = -1
 
+    def check(self, db: sqlite3.Connection) -> None:
+        """Forget every value if another connection wrote to the file since they were read
+        (``db``: the writing connection, inside its write transaction)."""
+        version = db.execute("PRAGMA data_version").fetchone()[0]
+        if version != self.version:
+            self.values.clear()
+            self.version = version
+
     def read(self, db: sqlite3.Connection, namespace: str, key: str) -> str | None:
         """The stored text of one value (``None``: no value), from memory when the file has not
         changed since it was read, else from ``db`` (which must be outside a transaction)."""
@@ -150,9 +159,7 @@ class RememberedValues:
             self.version = version
         elif wanted in values:
             return values[wanted]
-        found = db.execute(
-            "SELECT value FROM kv WHERE namespace = ? AND key = ?", wanted
-        ).fetchone()
+        found = db.execute(SELECT_VALUE, wanted).fetchone()
         text: str | None = None if found is None else found[0]
         if len(values) >= REMEMBERED_VALUES:
             values.clear()
@@ -162,31 +169,47 @@ class RememberedValues:
 
 class LiteTransaction:
     """The reads and writes of one SQLite write transaction (on the store's writing
-    connection, which holds the write lock from ``BEGIN IMMEDIATE`` to ``COMMIT``)."""
+    connection, which holds the write lock from ``BEGIN IMMEDIATE`` to ``COMMIT``).
 
-    __slots__ = ("_db", "_values")
+    A ``kv`` read is answered from the store's remembered values (:class:`RememberedValues`)
+    when it holds the key: :class:`LiteScope` has checked, inside the transaction (where the
+    pragma costs no system call), that no other connection wrote since they were read. A value
+    read here joins them while the transaction has written no ``kv`` value yet — it is then the
+    committed one, which a rollback leaves as it is; every write forgets its key."""
+
+    __slots__ = ("_db", "_values", "_wrote")
 
     def __init__(self, db: sqlite3.Connection, values: dict[tuple[str, str], str | None]) -> None:
         self._db = db
         #: the store's remembered values (:class:`RememberedValues`): a write forgets its key
         self._values = values
+        self._wrote = False
 
     def execute(self, statement: str, parameters: tuple[Any, ...] = ()) -> sqlite3.Cursor:
         """Run one statement in this transaction (the store's own housekeeping)."""
         self._values.clear()  # it may change any value
+        self._wrote = True
         return self._db.execute(statement, parameters)
 
     async def get(self, namespace: str, key: str) -> Any | None:
-        found = self._db.execute(
-            "SELECT value FROM kv WHERE namespace = ? AND key = ?", (namespace, key)
-        ).fetchone()
-        return None if found is None else json.loads(found[0])
+        wanted = (namespace, key)
+        values = self._values
+        if wanted in values:
+            text = values[wanted]
+        else:
+            found = self._db.execute(SELECT_VALUE, wanted).fetchone()
+            text = None if found is None else found[0]
+            if not self._wrote and len(values) < REMEMBERED_VALUES:
+                values[wanted] = text
+        return None if text is None else json.loads(text)
 
     async def set(self, namespace: str, key: str, value: Any) -> None:
+        self._wrote = True
         self._values.pop((namespace, key), None)
         self._db.execute(_UPSERT, (namespace, key, dumps_json(value), time.time()))
 
     async def delete(self, namespace: str, key: str) -> None:
+        self._wrote = True
         self._values.pop((namespace, key), None)
         self._db.execute("DELETE FROM kv WHERE namespace = ? AND key = ?", (namespace, key))
 
@@ -331,7 +354,9 @@ class LiteScope:
             raise
         self._db = db
         self._token = writing.set(writing.get() | {id(store)})
-        return LiteTransaction(db, store._values.values)
+        remembered = store._values
+        remembered.check(db)
+        return LiteTransaction(db, remembered.values)
 
     async def __aexit__(self, kind: object, error: object, trace: object) -> None:
         db = self._db
