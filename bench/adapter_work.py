@@ -1,5 +1,6 @@
 """Work per message through an adapter, counted rather than timed (so a shared machine's load does
-not change the figures): SQLite write transactions, Python function calls (cProfile) and, with
+not change the figures): SQLite write transactions, SQL statements, Python function calls
+(cProfile) and, with
 ``--syscalls``, the file system calls SQLite makes (``strace``), for ``!roll 7 6`` sent through
 the real Slack HTTP adapter or Telegram webhook, 16 in flight, against the recording fakes of
 ``tests/`` on loopback, state in SQLite. The client and the fakes run in the same process: their
@@ -48,11 +49,14 @@ UPDATE_IDS = itertools.count(900_001)
 SENDERS = itertools.count()
 #: SQLite write transactions begun (each is one ``BEGIN IMMEDIATE``)
 BEGUN = [0]
+#: SQL statements run, every connection (each is one call into SQLite)
+STATEMENTS = [0]
 _lite = SQLStore._lite
 _traced: set[int] = set()
 
 
 def _count_statement(statement: str) -> None:
+    STATEMENTS[0] += 1
     if statement.startswith("BEGIN IMMEDIATE"):
         BEGUN[0] += 1
 
@@ -91,7 +95,7 @@ async def counted(
 ) -> dict[str, float]:
     await in_flight(send, WARMUP)
     await settle()
-    before, BEGUN[0] = replies(), 0
+    before, BEGUN[0], STATEMENTS[0] = replies(), 0, 0
     profile = cProfile.Profile()
     profile.enable()
     await in_flight(send, count)
@@ -101,7 +105,11 @@ async def counted(
     answered = replies() - before
     if answered != count:
         raise SystemExit(f"{answered} of {count} commands answered")
-    return {"transactions": BEGUN[0] / count, "calls": calls / count}
+    return {
+        "transactions": BEGUN[0] / count,
+        "statements": STATEMENTS[0] / count,
+        "calls": calls / count,
+    }
 
 
 #: what a sender gives: send message K; wait until every reply and mark is out; replies so far
@@ -239,6 +247,7 @@ def main() -> int:
         found = measure(adapter, args.count)
         line = (
             f"{adapter:<9} write transactions {found['transactions']:5.2f}"
+            f"  SQL statements {found['statements']:5.2f}"
             f"  function calls {found['calls']:7.0f}"
         )
         if args.syscalls:

@@ -188,3 +188,24 @@ def _record() -> RollRecord:
         outcome="failure",
         successes=0,
     )
+
+
+async def test_a_value_this_transaction_did_not_write_is_remembered_after_its_writes(
+    store: SQLStore,
+) -> None:
+    """A read after the transaction's first write is remembered when its key was not written
+    (it is the committed value); the written key's read is not, and a rollback leaves no trace."""
+    await store.set("rooms", "a", {"v": 1})
+    await store.set("rooms", "b", {"v": 1})
+    selects = _selects(store)
+    with pytest.raises(RuntimeError):
+        async with store.transaction() as tx:
+            await tx.set("rooms", "a", {"v": 2})
+            assert await tx.get("rooms", "a") == {"v": 2}
+            assert await tx.get("rooms", "b") == {"v": 1}
+            raise RuntimeError("no")
+    assert len(selects) == 2
+    assert await store.get("rooms", "b") == {"v": 1}
+    assert len(selects) == 2  # b remembered
+    assert await store.get("rooms", "a") == {"v": 1}
+    assert len(selects) == 3  # a read afresh: what the transaction saw was never committed

@@ -174,21 +174,23 @@ class LiteTransaction:
     A ``kv`` read is answered from the store's remembered values (:class:`RememberedValues`)
     when it holds the key: :class:`LiteScope` has checked, inside the transaction (where the
     pragma costs no system call), that no other connection wrote since they were read. A value
-    read here joins them while the transaction has written no ``kv`` value yet — it is then the
-    committed one, which a rollback leaves as it is; every write forgets its key."""
+    read here joins them unless this transaction wrote it (or ran a statement of its own, which
+    may have written anything): it is then the committed one, which a rollback leaves as it is.
+    Every write forgets its key."""
 
-    __slots__ = ("_db", "_values", "_wrote")
+    __slots__ = ("_db", "_values", "_written")
 
     def __init__(self, db: sqlite3.Connection, values: dict[tuple[str, str], str | None]) -> None:
         self._db = db
         #: the store's remembered values (:class:`RememberedValues`): a write forgets its key
         self._values = values
-        self._wrote = False
+        #: the keys this transaction wrote (``None``: it may have written any)
+        self._written: set[tuple[str, str]] | None = set()
 
     def execute(self, statement: str, parameters: tuple[Any, ...] = ()) -> sqlite3.Cursor:
         """Run one statement in this transaction (the store's own housekeeping)."""
         self._values.clear()  # it may change any value
-        self._wrote = True
+        self._written = None
         return self._db.execute(statement, parameters)
 
     async def get(self, namespace: str, key: str) -> Any | None:
@@ -199,19 +201,23 @@ class LiteTransaction:
         else:
             found = self._db.execute(SELECT_VALUE, wanted).fetchone()
             text = None if found is None else found[0]
-            if not self._wrote and len(values) < REMEMBERED_VALUES:
+            written = self._written
+            if written is not None and wanted not in written and len(values) < REMEMBERED_VALUES:
                 values[wanted] = text
         return None if text is None else json.loads(text)
 
     async def set(self, namespace: str, key: str, value: Any) -> None:
-        self._wrote = True
-        self._values.pop((namespace, key), None)
+        self._wrote((namespace, key))
         self._db.execute(_UPSERT, (namespace, key, dumps_json(value), time.time()))
 
     async def delete(self, namespace: str, key: str) -> None:
-        self._wrote = True
-        self._values.pop((namespace, key), None)
+        self._wrote((namespace, key))
         self._db.execute("DELETE FROM kv WHERE namespace = ? AND key = ?", (namespace, key))
+
+    def _wrote(self, key: tuple[str, str]) -> None:
+        self._values.pop(key, None)
+        if self._written is not None:
+            self._written.add(key)
 
     async def keys(self, namespace: str, prefix: str = "") -> list[str]:
         return lite_keys(self._db, namespace, prefix)
