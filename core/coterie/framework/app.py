@@ -27,6 +27,7 @@ from coterie.framework.parsing import split_line
 from coterie.framework.plugins import PluginHost
 from coterie.framework.ratelimit import RateCheck, SharedRateLimiter, limiter_for, slow_down
 from coterie.framework.replies import check_elements, error_reply, localise_buttons
+from coterie.framework.roomsettings import merge_room_settings
 from coterie.framework.sessions import current_play
 from coterie.framework.settings import check_plugin_settings
 from coterie.framework.supervise import Supervisor
@@ -152,50 +153,24 @@ class Coterie:
     async def room_settings(
         self, room_key: str, *, store: StateStore | Transaction | None = None
     ) -> RoomSettings:
-        """Settings in force: config ``[defaults]``, then ``[rooms."KEY"]``, then chat changes.
-
-        A configured ``default_difficulty`` belongs to the rule set its table configures (a
-        difficulty means different things in different rule sets): a room that switched to
-        another rule set uses that one's own default.
+        """Settings in force: config ``[defaults]``, then ``[rooms."KEY"]``, then chat changes
+        (:func:`~coterie.framework.roomsettings.merge_room_settings`).
 
         The merge is memoised per room on the stored changes it was made from (compared on every
         call), so a change from any process sharing the store shows at once: only the store read
         is done per call, and with :class:`~coterie.state.MemoryStore` that costs a copy."""
         source = store if store is not None else self.state
-        stored = await source.get(ROOM_SETTINGS, room_key) or {}
+        return self._settings_of(room_key, await source.get(ROOM_SETTINGS, room_key) or {})
+
+    def _settings_of(self, room_key: str, stored: dict[str, Any]) -> RoomSettings:
         memo = self._settings_memo.get(room_key)
         if memo is not None and memo[1] is self.config and memo[0] == stored:
             return memo[2]
-        settings = self._merge_settings(room_key, dict(stored))
+        settings = merge_room_settings(self.config, self.variants, room_key, dict(stored))
         if len(self._settings_memo) >= SETTINGS_MEMO_SIZE:
             self._settings_memo.pop(next(iter(self._settings_memo)))
         self._settings_memo[room_key] = (stored, self.config, settings)
         return settings
-
-    def _merge_settings(self, room_key: str, stored: dict[str, Any]) -> RoomSettings:
-        merged: dict[str, Any] = {"variant": self.config.default_variant, "prefix": "!"}
-        difficulty_for: str | None = None
-        house: dict[str, bool | int] = {}
-        for room in (self.config.defaults, self.config.rooms.get(room_key)):
-            if room is None:
-                continue
-            for key in ("variant", "prefix", "default_difficulty"):
-                value = getattr(room, key)
-                if value is not None:
-                    merged[key] = value
-            if room.default_difficulty is not None:
-                difficulty_for = merged["variant"]
-            house.update(room.house_rules)
-        house.update(stored.pop("house_rules", {}))
-        merged.update({k: v for k, v in stored.items() if k in ("variant", "prefix", "chronicle")})
-        if stored.get("default_difficulty") is not None:
-            merged["default_difficulty"] = stored["default_difficulty"]
-            difficulty_for = stored.get("difficulty_for")
-        if merged["variant"] not in self.variants:
-            merged["variant"] = self.config.default_variant
-        if merged["variant"] != difficulty_for:
-            merged.pop("default_difficulty", None)
-        return RoomSettings(house_rules=house, **merged)
 
     async def update_room(
         self, room_key: str, *, store: StateStore | Transaction | None = None, **changes: Any
