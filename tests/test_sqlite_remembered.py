@@ -175,7 +175,6 @@ async def test_a_transaction_sees_another_connections_commit(
         assert await tx.get("rooms", "r") == {"v": 2}
 
 
-
 def _record() -> RollRecord:
     return RollRecord(
         id="k3f9qzab7mxq2",

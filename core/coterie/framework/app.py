@@ -4,7 +4,6 @@ adapter (console, Slack, Telegram, Matrix) goes through: :meth:`Coterie.handle`.
 from __future__ import annotations
 
 import asyncio
-import difflib
 import logging
 import time
 from collections.abc import Sequence
@@ -18,7 +17,7 @@ from coterie.framework.chatlog import chat_log, chat_record
 from coterie.framework.checks import check_against_plugins
 from coterie.framework.commands import Command, CommandContext, new_roll_id, shown_id
 from coterie.framework.events import EVENTS, Sweeper, answered_before, event_key, record_answer
-from coterie.framework.grammar import CommandLine, localise, shorten
+from coterie.framework.grammar import CommandLine, localise
 from coterie.framework.guard import CommandGuard, CommandRefused
 from coterie.framework.limits import limit_reply
 from coterie.framework.message import Message
@@ -31,6 +30,7 @@ from coterie.framework.roomsettings import merge_room_settings
 from coterie.framework.sessions import current_play
 from coterie.framework.settings import check_plugin_settings
 from coterie.framework.supervise import Supervisor
+from coterie.framework.unknown import unknown_command
 from coterie.framework.variant import RoomSettings, Variant
 from coterie.render.elements import Reply, Text, roll_footer
 from coterie.storage.ambient import AmbientStore
@@ -218,9 +218,15 @@ class Coterie:
         never the message text."""
         started = time.perf_counter()
         # the room's settings are read once per message (and again only when the command changed
-        # them, for the buttons below): with a database store each read is a query
-        settings = await self.room_settings(message.room_key)
+        # them, for the buttons below): with a database store each read is a query. A SQLite
+        # store answers the value it read last, unconfirmed: a command that runs in a transaction
+        # confirms it there (see _run_in_transaction); anything else reads it afresh now
+        stored, confirmed = await self.state.peek(ROOM_SETTINGS, message.room_key)
+        settings = self._settings_of(message.room_key, stored or {})
         route = self._route(message, settings)
+        if not confirmed and not _in_transaction(route):
+            settings = await self.room_settings(message.room_key)
+            route, confirmed = self._route(message, settings), True
         command = _command_name(route)
         reply: Reply | None = None
         limited = False
@@ -243,8 +249,13 @@ class Coterie:
                 limited = not verdict.allowed
                 if limited and verdict.warn:
                     reply = slow_down(verdict)
-        if not limited:
-            reply = await self._answer(message, route, rate)
+        if not limited and route is not None:
+            try:
+                reply = await self._answer(message, route, rate, confirm=not confirmed)
+            except _StaleSettings:  # another process changed them: routed again, confirmed
+                settings = await self.room_settings(message.room_key)
+                route = self._route(message, settings)
+                reply = None if route is None else await self._answer(message, route, rate)
             limited = rate is not None and rate.verdict is not None and not rate.verdict.allowed
         if reply is not None:
             if self._room_writes != writes:  # the command changed room settings (`!set prefix`)
@@ -305,14 +316,16 @@ class Coterie:
         return _Route(settings, variant, text, too_long, line, command)
 
     async def _answer(
-        self, message: Message, route: _Route | None = None, rate: RateCheck | None = None
+        self,
+        message: Message,
+        route: _Route,
+        rate: RateCheck | None = None,
+        *,
+        confirm: bool = False,
     ) -> Reply | None:
         """The reply to a routed message; ``rate``: its rate limit when not decided yet (a
-        command limited in its transaction; limited here first if it ends before one)."""
-        if route is None:
-            route = self._route(message, await self.room_settings(message.room_key))
-            if route is None:
-                return None
+        command limited in its transaction; limited here first if it ends before one);
+        ``confirm``: the room's settings were read unconfirmed (see :meth:`_run`)."""
         settings, variant, text, too_long, line, command = route
         limits = self.config.limits
         if too_long and rate is not None and not await rate.allowed():
@@ -327,7 +340,7 @@ class Coterie:
         if command is None:  # a plugin may answer a word no one declares (a macro: `!hunt`)
             command = await self.host.first_result("coterie_command_fallback", **fallback)
         if command is None:
-            return self._unknown_command(line, settings)
+            return unknown_command(self, line, settings)
         if line.comment is not None and len(line.comment) > limits.max_comment_length:
             if rate is not None and not await rate.allowed():
                 return rate.refusal()
@@ -337,45 +350,31 @@ class Coterie:
                 usage=localise(command.usage_in(variant), settings.prefix),
             )
         context = CommandContext(self, message, line, settings, variant, self.dice)
-        return await self._run(command, context, rate)
-
-    def _unknown_command(self, line: CommandLine, settings: RoomSettings) -> Reply:
-        """An unknown command: the room's closest command names, or the rule sets that have it."""
-        prefix, word = settings.prefix, line.command
-        elsewhere = sorted(
-            {v for c in self.commands if word in c.names for v in c.variants} & set(self.variants)
-        )
-        if elsewhere:
-            owners = " or ".join(f"{self.variants[v].title} ({v})" for v in elsewhere)
-            return error_reply(
-                f"unknown command `{prefix}{shorten(word)}` here: it belongs to {owners}; "
-                "this room plays "
-                f"{self.variants[settings.variant].title}.",
-                hint=f"A Storyteller switches the room with `{prefix}variant {elsewhere[0]}`.",
-            )
-        names = [name for c in self.room_commands(settings.variant) for name in c.names]
-        close = difflib.get_close_matches(word, names, n=3, cutoff=0.6)
-        hint = (
-            "Did you mean " + " or ".join(f"`{prefix}{name}`" for name in close) + "?"
-            if close
-            else f"`{prefix}help` lists the commands."
-        )
-        return error_reply(f"unknown command `{prefix}{shorten(word)}`.", hint=hint)
+        return await self._run(command, context, rate, confirm=confirm)
 
     async def _run(
-        self, command: Command, context: CommandContext, rate: RateCheck | None = None
+        self,
+        command: Command,
+        context: CommandContext,
+        rate: RateCheck | None = None,
+        *,
+        confirm: bool = False,
     ) -> Reply | None:
         """Run a command; a command that may change state runs in one transaction of its room:
         all of its changes land, or (on an error reply) none. ``rate``: its rate limit, decided
-        in that transaction when not decided yet (``None`` when refused without a notice)."""
+        in that transaction when not decided yet (``None`` when refused without a notice).
+        ``confirm``: the room's settings were read unconfirmed; the transaction reads them
+        again first and raises :class:`_StaleSettings` if they changed."""
         try:
             if command.transaction:
-                return await self._run_in_transaction(command, context, rate)
+                return await self._run_in_transaction(command, context, rate, confirm)
             if rate is not None and not await rate.allowed():
                 return rate.refusal()
             reply = await self.guard.run(command, context, self._call)
         except CommandRefused as refused:  # too long, or fenced: rolled back, room free again
             return refused.reply
+        except _StaleSettings:
+            raise
         except UsageError as error:
             prefix = context.settings.prefix
             usage = localise(error.usage or command.usage_in(context.variant), prefix)
@@ -396,7 +395,7 @@ class Coterie:
         return self._footed(reply, context)
 
     async def _run_in_transaction(
-        self, command: Command, context: CommandContext, rate: RateCheck | None
+        self, command: Command, context: CommandContext, rate: RateCheck | None, confirm: bool
     ) -> Reply | None:
         room = context.message.room_key
         event = event_key(context.message)
@@ -407,6 +406,8 @@ class Coterie:
         try:
             async with self.state.transaction(lock=context.settings.chronicle or room) as tx:
                 context.tx = tx
+                if confirm and await self.room_settings(room, store=tx) != context.settings:
+                    raise _StaleSettings  # (rolled back: nothing was done)
                 if rate is not None and not (await rate.decide(tx)).allowed:
                     return rate.refusal()
                 if event is not None:
@@ -446,6 +447,22 @@ class Coterie:
         for part in reply.private:
             check_elements(part.body)
         return reply
+
+
+class _StaleSettings(Exception):
+    """The room's settings a message was routed with changed before its transaction (another
+    process changed them): the message is routed again."""
+
+
+def _in_transaction(route: _Route | None) -> bool:
+    """Whether a routed message is acted on in its room's transaction only (where settings
+    read unconfirmed are confirmed first)."""
+    return (
+        route is not None
+        and not route.too_long
+        and route.command is not None
+        and route.command.transaction
+    )
 
 
 class _Route(NamedTuple):

@@ -43,6 +43,19 @@ class AmbientStore:
     async def get(self, namespace: str, key: str) -> Any | None:
         return await self._target().get(namespace, key)
 
+    async def peek(self, namespace: str, key: str) -> tuple[Any | None, bool]:
+        """A value, and whether it is confirmed current: a store may answer a value it read
+        before without asking whether another process changed it since (the SQLite store:
+        :meth:`~coterie.storage.sql.SQLStore.peek`), for a caller that confirms it in a
+        transaction before acting on it. Other stores (and reads in a transaction) answer as
+        :meth:`get` does, confirmed."""
+        target = self._target()
+        peek = getattr(target, "peek", None)
+        if peek is None:
+            return await target.get(namespace, key), True
+        found: tuple[Any | None, bool] = await peek(namespace, key)
+        return found
+
     async def set(self, namespace: str, key: str, value: Any) -> None:
         await self._target().set(namespace, key, value)
 

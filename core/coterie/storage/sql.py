@@ -365,6 +365,21 @@ class SQLStore(SQLCharacterReads):
         )
         return None if value is None else json.loads(value)
 
+    async def peek(self, namespace: str, key: str) -> tuple[Any | None, bool]:
+        """A value, and whether it is confirmed current. On SQLite a value this store remembers
+        is answered as it was read, without asking the file whether another connection changed
+        it since (that question takes SQLite's read lock: four ``fcntl`` calls), and marked
+        unconfirmed: the caller confirms it in a write transaction, where the question costs no
+        system call (:class:`~coterie.storage.sqlite.LiteScope`), before acting on it.
+        Anything else is read as :meth:`get` reads it, confirmed."""
+        if self.path is not None:
+            remembered = self._values.values
+            wanted = (namespace, key)
+            if wanted in remembered:
+                text = remembered[wanted]
+                return (None if text is None else json.loads(text)), False
+        return await self.get(namespace, key), True
+
     async def _cached(self, wanted: tuple[str, str], query: str, *args: Any) -> str | None:
         """PostgreSQL: the value of ``wanted`` from the read cache, else read by ``query``
         (with ``args``, else the two parts of ``wanted``) and kept while no notice overlapped
