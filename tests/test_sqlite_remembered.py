@@ -16,7 +16,7 @@ import pytest
 from coterie.storage import sqlite as lite
 from coterie.storage.migrate import upgrade
 from coterie.storage.sql import SQLStore
-from coterie.storage.state import RollRecord
+from test_store import record
 
 
 @pytest.fixture
@@ -154,7 +154,7 @@ async def test_a_transaction_reads_remembered_values_without_a_select(store: SQL
         first = await tx.get("play", "r")
         first["session"] = "changed by the caller"
         assert await tx.get("play", "r") == {"session": "s1"}
-        await tx.log_roll(_record())
+        await tx.log_roll(record(1))
     assert len(selects) == 1
     async with store.transaction() as tx:
         assert await tx.get("play", "r") == {"session": "s1"}
@@ -173,20 +173,6 @@ async def test_a_transaction_sees_another_connections_commit(
     other.close()
     async with store.transaction() as tx:
         assert await tx.get("rooms", "r") == {"v": 2}
-
-
-def _record() -> RollRecord:
-    return RollRecord(
-        id="k3f9qzab7mxq2",
-        room="t:r",
-        user="u",
-        display_name="U",
-        variant="revised",
-        request="!roll 1",
-        faces=[5],
-        outcome="failure",
-        successes=0,
-    )
 
 
 async def test_a_value_this_transaction_did_not_write_is_remembered_after_its_writes(
