@@ -450,8 +450,9 @@ class Coterie:
 
 
 class _StaleSettings(Exception):
-    """The room's settings a message was routed with changed before its transaction (another
-    process changed them): the message is routed again."""
+    """The room's settings a message was routed with (peeked, on SQLite) changed before its
+    transaction: another process, or a command of this one that committed meanwhile, changed
+    them. The message is routed again with the settings in force."""
 
 
 def _in_transaction(route: _Route | None) -> bool:
