@@ -113,3 +113,15 @@ async def test_talk_and_commands_outside_a_transaction_read_afresh(app: Coterie)
     _elsewhere(app, {"prefix": "!"})
     assert await _say(app, "+help") is None  # `!help` under the old `+`: read afresh, talk
     assert "!roll" in (await _say(app, "!help") or "")
+
+
+async def test_a_command_refused_before_its_transaction_reads_afresh(app: Coterie) -> None:
+    """An over-long comment is refused before the transaction: its settings are confirmed
+    first, so a prefix changed elsewhere makes it talk rather than an error."""
+    await app.update_room(ROOM, prefix="!")
+    assert await _say(app, "!roll 3") is not None
+    long = "x" * (app.config.limits.max_comment_length + 1)
+    assert "comment" in (await _say(app, f"!roll 3 # {long}") or "")
+    _elsewhere(app, {"prefix": "+"})
+    assert await _say(app, f"!roll 3 # {long}") is None
+    assert "comment" in (await _say(app, f"+roll 3 # {long}") or "")

@@ -224,7 +224,7 @@ class Coterie:
         stored, confirmed = await self.state.peek(ROOM_SETTINGS, message.room_key)
         settings = self._settings_of(message.room_key, stored or {})
         route = self._route(message, settings)
-        if not confirmed and not _in_transaction(route):
+        if not confirmed and not _in_transaction(route, self.config.limits.max_comment_length):
             settings = await self.room_settings(message.room_key)
             route, confirmed = self._route(message, settings), True
         command = _command_name(route)
@@ -255,6 +255,7 @@ class Coterie:
             except _StaleSettings:  # another process changed them: routed again, confirmed
                 settings = await self.room_settings(message.room_key)
                 route = self._route(message, settings)
+                command = _command_name(route)
                 reply = None if route is None else await self._answer(message, route, rate)
             limited = rate is not None and rate.verdict is not None and not rate.verdict.allowed
         if reply is not None:
@@ -455,14 +456,15 @@ class _StaleSettings(Exception):
     them. The message is routed again with the settings in force."""
 
 
-def _in_transaction(route: _Route | None) -> bool:
+def _in_transaction(route: _Route | None, max_comment: int) -> bool:
     """Whether a routed message is acted on in its room's transaction only (where settings
-    read unconfirmed are confirmed first)."""
+    read unconfirmed are confirmed first), not refused before it (too long)."""
     return (
         route is not None
         and not route.too_long
         and route.command is not None
         and route.command.transaction
+        and (route.line.comment is None or len(route.line.comment) <= max_comment)
     )
 
 
