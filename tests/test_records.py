@@ -129,11 +129,21 @@ def test_they_behave_as_the_standard_ones():
     assert i != OURS["Identity"](1) and i == i
 
 
+def _use_methods(
+    monkeypatch: pytest.MonkeyPatch, path: Path, *, write: bool | None = None
+) -> records._Methods:
+    """A methods cache kept at ``path``, made the one ``dataclass`` uses for this test; with
+    ``write``, bytecode writing on or off."""
+    methods = records._Methods(str(path))
+    monkeypatch.setattr(records, "_methods", methods)
+    if write is not None:
+        monkeypatch.setattr(sys, "dont_write_bytecode", not write)
+    return methods
+
+
 def test_a_text_is_compiled_once_then_read_back(tmp_path, monkeypatch):
     path = tmp_path / "records.methods"
-    first = records._Methods(str(path))
-    monkeypatch.setattr(records, "_methods", first)
-    monkeypatch.setattr(sys, "dont_write_bytecode", False)
+    first = _use_methods(monkeypatch, path, write=True)
 
     def make() -> type:
         @dataclass(frozen=True)
@@ -150,8 +160,7 @@ def test_a_text_is_compiled_once_then_read_back(tmp_path, monkeypatch):
     first.save()
     assert path.read_bytes().startswith(MAGIC_NUMBER)
 
-    second = records._Methods(str(path))
-    monkeypatch.setattr(records, "_methods", second)
+    second = _use_methods(monkeypatch, path)
     b = make()
     assert second.compiled == 0  # every text came from the file
     assert b.__init__.__code__ == a.__init__.__code__
@@ -186,8 +195,7 @@ def test_a_text_is_compiled_once_then_read_back(tmp_path, monkeypatch):
 def test_a_file_it_cannot_use_is_ignored(tmp_path, monkeypatch, content):
     path = tmp_path / "records.methods"
     path.write_bytes(content)
-    methods = records._Methods(str(path))
-    monkeypatch.setattr(records, "_methods", methods)
+    methods = _use_methods(monkeypatch, path)
 
     @dataclass(frozen=True)
     class Fine:
@@ -203,8 +211,7 @@ def test_a_bad_entry_cannot_stand_for_other_code(tmp_path, monkeypatch):
         "def __create_fn__():\n def __init__(self):\n  pass\n return __init__", "<s>", "exec"
     )
     path.write_bytes(MAGIC_NUMBER + marshal.dumps({"some other text": wrong}))
-    methods = records._Methods(str(path))
-    monkeypatch.setattr(records, "_methods", methods)
+    methods = _use_methods(monkeypatch, path)
 
     @dataclass
     class Real:
@@ -215,9 +222,7 @@ def test_a_bad_entry_cannot_stand_for_other_code(tmp_path, monkeypatch):
 
 def test_nothing_is_written_without_bytecode_writing(tmp_path, monkeypatch):
     path = tmp_path / "records.methods"
-    methods = records._Methods(str(path))
-    monkeypatch.setattr(records, "_methods", methods)
-    monkeypatch.setattr(sys, "dont_write_bytecode", True)
+    methods = _use_methods(monkeypatch, path, write=False)
 
     @dataclass
     class Unsaved:
@@ -230,9 +235,8 @@ def test_nothing_is_written_without_bytecode_writing(tmp_path, monkeypatch):
 def test_an_unwritable_place_is_not_an_error(tmp_path, monkeypatch):
     blocker = tmp_path / "file"
     blocker.write_text("", encoding="utf-8")
-    methods = records._Methods(str(blocker / "sub" / "records.methods"))  # under a file
-    monkeypatch.setattr(records, "_methods", methods)
-    monkeypatch.setattr(sys, "dont_write_bytecode", False)
+    under_a_file = blocker / "sub" / "records.methods"
+    methods = _use_methods(monkeypatch, under_a_file, write=True)
 
     @dataclass
     class Unsaved:
@@ -246,9 +250,7 @@ def test_a_full_file_keeps_only_what_is_used(tmp_path, monkeypatch):
     path = tmp_path / "records.methods"
     stale = {f"old text {i}": compile("pass", "<string>", "exec") for i in range(records.LIMIT)}
     path.write_bytes(MAGIC_NUMBER + marshal.dumps(stale))
-    methods = records._Methods(str(path))
-    monkeypatch.setattr(records, "_methods", methods)
-    monkeypatch.setattr(sys, "dont_write_bytecode", False)
+    methods = _use_methods(monkeypatch, path, write=True)
 
     @dataclass
     class Used:
