@@ -142,7 +142,8 @@ class RememberedValues:
 
     def check(self, db: sqlite3.Connection) -> None:
         """Forget every value if another connection wrote to the file since they were read
-        (``db``: the writing connection, inside its write transaction)."""
+        (``db``: the writing connection; inside its write transaction this costs no system
+        call, outside one it takes SQLite's read lock)."""
         version = db.execute("PRAGMA data_version").fetchone()[0]
         if version != self.version:
             self.values.clear()
@@ -151,13 +152,10 @@ class RememberedValues:
     def read(self, db: sqlite3.Connection, namespace: str, key: str) -> str | None:
         """The stored text of one value (``None``: no value), from memory when the file has not
         changed since it was read, else from ``db`` (which must be outside a transaction)."""
-        version = db.execute("PRAGMA data_version").fetchone()[0]
+        self.check(db)
         values = self.values
         wanted = (namespace, key)
-        if version != self.version:
-            values.clear()
-            self.version = version
-        elif wanted in values:
+        if wanted in values:
             return values[wanted]
         found = db.execute(SELECT_VALUE, wanted).fetchone()
         text: str | None = None if found is None else found[0]
