@@ -80,7 +80,7 @@ bench: $(STAMP) peers
 	$(BIN)/python bench/startup.py
 	$(BIN)/python bench/pg_round_trips.py
 	$(BIN)/python bench/log_line.py
-	$(BIN)/python bench/throughput.py
+	$(BIN)/python bench/throughput.py --rounds 3
 	$(BIN)/python bench/memory.py
 	$(BIN)/python bench/odds.py
 	$(BIN)/python bench/matrix_latency.py

@@ -19,9 +19,12 @@ command once the last one was answered; every run stops after ``--count`` comman
 it has a core of its own while this process (load, fakes) has the other. coterie keeps its state
 in SQLite (the default store) in a temporary directory, and runs a second time with the
 in-process store (``memory://``) to show what the store costs (``--sqlite-only`` skips that); it
-logs its INFO chat lines to a file.
+logs its INFO chat lines to a file. With ``--rounds N`` every side runs N times, the sides taking
+turns, each round on a fresh database; a ratio is then the median of the rounds' ratios (this
+machine's speed drifts by a third over minutes: one round's ratio says little).
 
-Run: make bench   (or .venv/bin/python bench/throughput.py [--count N] [--seconds S] [--quick])
+Run: make bench   (or .venv/bin/python bench/throughput.py [--count N] [--seconds S] [--rounds N]
+[--quick])
 """
 
 from __future__ import annotations
@@ -586,16 +589,23 @@ RUNS: dict[str, Callable[[str, Path, argparse.Namespace], Awaitable[Result]]] = 
 }
 
 
-async def run_all(args: argparse.Namespace) -> list[list[Result]]:
-    """Per adapter: coterie (SQLite), coterie (memory store) unless ``--sqlite-only``, peer."""
-    rows = []
+async def run_all(args: argparse.Namespace) -> list[list[list[Result]]]:
+    """Per adapter, per round: coterie (SQLite), coterie (memory store) unless
+    ``--sqlite-only``, peer. Rounds take turns (every side of round 1, then of round 2...), each in
+    a directory of its own (a fresh database), so a machine whose speed drifts over minutes slows
+    every side alike."""
+    adapters = []
     with tempfile.TemporaryDirectory(prefix="coterie-bench-") as name:
-        tmp = Path(name)
         for adapter in args.adapters:
             kinds = ["coterie"] if args.sqlite_only else ["coterie", MEMORY]
             kinds += [] if args.no_peer else ["peer"]
-            rows.append([await RUNS[adapter](kind, tmp, args) for kind in kinds])
-    return rows
+            rounds = []
+            for number in range(args.rounds):
+                tmp = Path(name) / f"{adapter}-{number}"
+                tmp.mkdir()
+                rounds.append([await RUNS[adapter](kind, tmp, args) for kind in kinds])
+            adapters.append(rounds)
+    return adapters
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -615,6 +625,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--no-peer", action="store_true", help="leave out the peers (no ratios: for profiling)"
     )
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=1,
+        help="run every side this many times, taking turns; ratios per round and their median (1)",
+    )
     parser.add_argument("--quick", action="store_true", help="100 commands, 5 s (smoke test)")
     parser.add_argument("--peer", choices=["slack", "telegram"], help=argparse.SUPPRESS)
     parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
@@ -633,34 +649,52 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.peer == "telegram":
         telegram_peer(args.port, args.api_url)
         return 0
-    rows = asyncio.run(run_all(args))
+    adapters = asyncio.run(run_all(args))
     print(
         header(
             "throughput benchmark",
             f"closed loop, {args.concurrency} in flight, at most {args.count} commands or "
-            f"{args.seconds:g} s per run; coterie state in SQLite",
+            f"{args.seconds:g} s per run, {args.rounds} round(s) taking turns; coterie state in "
+            "SQLite",
         )
     )
     bad = 0
-    for row in rows:
-        for result in row:
-            print(result.line())
+    for rounds in adapters:
+        for row in rounds:
+            for result in row:
+                print(result.line())
+            bad += sum(r.lost + r.duplicated for r in row if not r.name.endswith(" peer"))
         if args.no_peer:
-            bad += sum(result.lost + result.duplicated for result in row)
             continue
-        *ours, peer = row
-        for result in ours:
-            ratio = result.rate / peer.rate if peer.rate else 0.0
-            p50 = median(result.latencies) / median(peer.latencies) if peer.latencies else 0.0
-            label = result.name.split(maxsplit=1)[1]
-            cpu = result.cpu_per_command / peer.cpu_per_command if peer.cpu_per_command else 0.0
-            print(
-                f"  {label} / peer: throughput {ratio:.2f}x, p50 latency {p50:.2f}x, "
-                f"server CPU per command {cpu:.2f}x"
-            )
-            bad += result.lost + result.duplicated
+        for index, label in enumerate(r.name.split(maxsplit=1)[1] for r in rounds[0][:-1]):
+            pairs = [(row[index], row[-1]) for row in rounds]
+            print(f"  {label} / peer: {ratio_line(pairs)}")
     print(f"# coterie lost or duplicated replies: {bad}")
     return 1 if bad else 0
+
+
+def ratio_line(pairs: list[tuple[Result, Result]]) -> str:
+    """Throughput, p50 latency and server CPU per command of coterie against the peer run in the
+    same round: the median over the rounds, with each round's throughput ratio when there are
+    several."""
+
+    def ratio(ours: float, theirs: float) -> float:
+        return ours / theirs if theirs else 0.0
+
+    rates = [ratio(ours.rate, peer.rate) for ours, peer in pairs]
+    p50s = [
+        ratio(median(ours.latencies), median(peer.latencies)) if peer.latencies else 0.0
+        for ours, peer in pairs
+    ]
+    cpus = [ratio(ours.cpu_per_command, peer.cpu_per_command) for ours, peer in pairs]
+    line = (
+        f"throughput {median(rates):.2f}x, p50 latency {median(p50s):.2f}x, "
+        f"server CPU per command {median(cpus):.2f}x"
+    )
+    if len(pairs) > 1:
+        line += f"  (median of {len(pairs)} rounds; throughput by round: "
+        line += ", ".join(f"{r:.2f}x" for r in rates) + ")"
+    return line
 
 
 if __name__ == "__main__":

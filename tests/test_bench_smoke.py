@@ -48,6 +48,24 @@ def test_throughput_counts_every_reply_through_each_entry_point():
     assert "# coterie lost or duplicated replies: 0" in out
 
 
+def test_throughput_rounds_take_turns_and_report_each_ratio():
+    args = ["--count", "10", "--concurrency", "2", "--seconds", "10", "--warmup", "2"]
+    out = run_bench(str(BENCH / "throughput.py"), *args, "--adapters", "slack", "--rounds", "2")
+    lines = out.splitlines()
+    who = [line.split()[1] for line in lines if line.startswith("slack ")]
+    assert who == ["coterie", "coterie", "peer"] * 2, out  # round 1's three sides, then round 2's
+    for label in ("coterie", "coterie memory"):
+        found = re.search(
+            rf"  {label} / peer: throughput ([0-9.]+)x.*\(median of 2 rounds; "
+            r"throughput by round: ([0-9.]+)x, ([0-9.]+)x\)",
+            out,
+        )
+        assert found, out
+        median, first, second = map(float, found.groups())
+        assert abs(median - (first + second) / 2) <= 0.011, out
+    assert "# coterie lost or duplicated replies: 0" in out
+
+
 def test_memory_measures_rss_idle_and_after_commands():
     out = run_bench(str(BENCH / "memory.py"), "--no-matrix", "--commands", "20", "--settle", "0.2")
     assert re.search(r"idle, all adapters started\s+RSS\s+[0-9.]+ MB", out)
