@@ -709,3 +709,23 @@ async def test_a_cancellation_arriving_as_an_async_hook_finishes_is_not_lost():
     caller = asyncio.create_task(roll_then_go_on())
     with pytest.raises(asyncio.CancelledError):
         await caller
+
+
+def test_a_plugin_registered_or_unregistered_after_a_hook_was_called_is_seen_at_once():
+    # the host keeps each hook's implementations between calls (pluggy copies its list on each
+    # ask); registering or unregistering a plugin must show on the very next call
+    class Late:
+        @hookimpl
+        def coterie_settings(self):
+            return {"late": {}}
+
+    host = PluginHost()
+    before = dict(host.call("coterie_settings"))
+    assert "late" not in before
+    late = Late()
+    host.register(late, "late")
+    assert dict(host.call("coterie_settings"))["late"] == {"late": {}}
+    host.pm.unregister(late)
+    assert dict(host.call("coterie_settings")) == before
+    host.pm.register(late, name="late-again")  # straight through pluggy's manager, too
+    assert "late-again" in dict(host.call("coterie_settings"))

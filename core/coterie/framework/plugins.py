@@ -30,8 +30,8 @@ import threading
 import time
 import types
 from collections import Counter, deque
-from collections.abc import Collection, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Collection, Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import pluggy
 
@@ -56,14 +56,32 @@ BUILTIN_GROUP = "coterie.builtins"
 #: how long a hook called per message (or an awaitable any hook returns) may run before it is
 #: abandoned
 HOOK_TIMEOUT = 10.0
-#: hooks called for every message: their synchronous implementations run in a worker thread, so
-#: one that hangs is cut off by the timeout instead of hanging the bot
+#: hooks called for every message: a third party's synchronous implementations run in a worker
+#: thread, so one that hangs is cut off by the timeout instead of hanging the bot (coterie's own
+#: run on the loop: they only decide whether there is anything to await)
 PER_MESSAGE_HOOKS = frozenset({"coterie_after_roll", "coterie_before_reply"})
 #: hooks only ever called inside a running command (``CommandContext.roll``), which is under
 #: the command's own time limit: coterie's own implementations need no timer of their own
 IN_COMMAND_HOOKS = frozenset({"coterie_after_roll"})
 #: how many recent failures ``PluginHost.failures`` keeps
 MAX_FAILURES_KEPT = 200
+
+
+class _Impl(NamedTuple):
+    """What the host needs of one hook implementation to call it."""
+
+    plugin_name: str
+    function: Callable[..., Any]
+    argnames: tuple[str, ...]
+    #: an ``async def`` function (its call returns a coroutine: never run in a thread)
+    coroutine: bool
+
+    @classmethod
+    def of(cls, impl: pluggy.HookImpl) -> _Impl:
+        function = impl.function
+        return cls(
+            impl.plugin_name, function, tuple(impl.argnames), inspect.iscoroutinefunction(function)
+        )
 
 
 @dataclass(frozen=True)
@@ -94,6 +112,28 @@ class _Manager(pluggy.PluginManager):
     that is not a function or a method. Everything else, pluggy decides as before."""
 
     _static = hasattr(getattr(pluggy, "_manager", None), "_static_hook_attr")
+
+    #: bumped by every change to the registered implementations (:meth:`PluginHost._impls`
+    #: keeps each hook's list until it changes)
+    version = 0
+
+    def register(self, plugin: object, name: str | None = None) -> str | None:
+        try:
+            return super().register(plugin, name)
+        finally:
+            self.version += 1
+
+    def unregister(self, plugin: object | None = None, name: str | None = None) -> Any | None:
+        try:
+            return super().unregister(plugin, name)
+        finally:
+            self.version += 1
+
+    def add_hookspecs(self, module_or_class: types.ModuleType | type) -> None:
+        try:
+            super().add_hookspecs(module_or_class)
+        finally:
+            self.version += 1
 
     def parse_hookimpl_opts(self, plugin: Any, name: str) -> pluggy.HookimplOpts | None:
         if type(plugin) is types.ModuleType and name not in _MODULE_TYPE_NAMES:
@@ -148,6 +188,8 @@ class PluginHost:
 
     def __init__(self) -> None:
         self.pm = _Manager("coterie")
+        #: hook → (the manager's version, its implementations in calling order): :meth:`_impls`
+        self._impl_cache: dict[str, tuple[int, tuple[_Impl, ...]]] = {}
         self.pm.add_hookspecs(hookspecs)
         #: the most recent failures (bounded: a hook failing on every roll must not grow memory)
         self.failures: deque[PluginFailure] = deque(maxlen=MAX_FAILURES_KEPT)
@@ -255,9 +297,18 @@ class PluginHost:
         self.failure_counts[plugin] += 1
         log.error("plugin %s failed in %s: %s", plugin, where, message, exc_info=error)
 
-    def _impls(self, hook: str) -> list[pluggy.HookImpl]:
+    def _impls(self, hook: str) -> tuple[_Impl, ...]:
+        """The implementations of ``hook`` in calling order (last registered first, as pluggy
+        calls them), kept until a plugin is registered or unregistered: every message calls
+        a handful of hooks, and pluggy copies its list on each ask."""
+        version = self.pm.version
+        kept = self._impl_cache.get(hook)
+        if kept is not None and kept[0] == version:
+            return kept[1]
         caller: pluggy.HookCaller = getattr(self.pm.hook, hook)
-        return caller.get_hookimpls()[::-1]
+        impls = tuple(_Impl.of(impl) for impl in reversed(caller.get_hookimpls()))
+        self._impl_cache[hook] = (version, impls)
+        return impls
 
     def call(
         self, hook: str, _only: Collection[str] | None = None, **kwargs: Any
@@ -269,7 +320,7 @@ class PluginHost:
             if _only is not None and impl.plugin_name not in _only:
                 continue
             try:
-                value = impl.function(*(kwargs[arg] for arg in impl.argnames))
+                value = impl.function(*[kwargs[arg] for arg in impl.argnames])
             except Exception as error:
                 self._fail(impl.plugin_name, hook, error)
                 continue
@@ -281,8 +332,9 @@ class PluginHost:
         """Call each implementation of ``hook`` on its own and await an awaitable result, each
         within :data:`HOOK_TIMEOUT`; return ``(plugin, result)`` pairs for those that did not
         fail and returned something. Implementations run one after another (each sees what the
-        ones before it changed). The synchronous implementations of :data:`PER_MESSAGE_HOOKS`
-        run in a worker thread, so one that hangs is abandoned after the timeout too."""
+        ones before it changed). A third party's synchronous implementations of
+        :data:`PER_MESSAGE_HOOKS` run in a worker thread, so one that hangs is abandoned after
+        the timeout too."""
         results: list[tuple[str, Any]] = []
         impls = self._impls(hook)
         if not impls:  # the usual case for the per-message hooks: nothing to call
@@ -293,7 +345,7 @@ class PluginHost:
             args = [kwargs[arg] for arg in impl.argnames]
             timeout = HOOK_TIMEOUT
             try:
-                if threaded and not inspect.iscoroutinefunction(impl.function):
+                if threaded and not impl.coroutine and plugin not in self.trusted:
                     value = await self._in_thread(plugin, hook, impl.function, args, timeout)
                 else:
                     value = impl.function(*args)
@@ -328,7 +380,7 @@ class PluginHost:
         the user's friendly error and anything else the command's incident, as if the command
         itself had raised it."""
         for impl in self._impls(hook):
-            value = impl.function(*(kwargs[arg] for arg in impl.argnames))
+            value = impl.function(*[kwargs[arg] for arg in impl.argnames])
             if value is None:  # (``isawaitable(None)`` asks an ABC: the slow way to say no)
                 continue
             if inspect.isawaitable(value):
