@@ -42,6 +42,11 @@ _held: ContextVar[list[tuple[Any, RollRecord]] | None] = ContextVar(
 )
 
 
+def held_entries() -> bool:
+    """Whether the roll being made left tracker entries for :func:`flush_after_roll`."""
+    return bool(_held.get())
+
+
 async def flush_after_roll() -> None:
     """Log the tracker entries the roll just logged made (none: nothing to do)."""
     held = _held.get()

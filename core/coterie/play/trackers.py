@@ -18,7 +18,7 @@ from coterie.framework.grammar import number, shorten, tokens
 from coterie.framework.variant import Outcome
 from coterie.hookimpl import hookimpl
 from coterie.play import sheets
-from coterie.play.changelog import flush_after_roll, last_roll, npc_rolled
+from coterie.play.changelog import flush_after_roll, held_entries, last_roll, npc_rolled
 from coterie.play.characters import _target
 from coterie.play.roster import (
     NPC_OWNER,
@@ -264,9 +264,10 @@ async def _apply_effects(
 
 
 @hookimpl
-async def coterie_after_roll() -> None:
-    """The tracker entries a roll's effects made are logged after the roll itself."""
-    await flush_after_roll()
+def coterie_after_roll() -> Awaitable[None] | None:
+    """The tracker entries a roll's effects made are logged after the roll itself (most rolls
+    made none: nothing to await)."""
+    return flush_after_roll() if held_entries() else None
 
 
 #: examples that work on a new character of any rule set with the tracker (a werewolf for Rage
