@@ -190,3 +190,23 @@ def test_the_memo_is_bounded() -> None:
         assert line is not None
         parse_requests(CommandContext(app, message, line, settings, variant, app.dice))
     assert len(requestcache._cache) == requestcache.REQUEST_CACHE_SIZE
+
+
+def test_a_settings_key_is_kept_per_settings_object_and_bounded() -> None:
+    requestcache.clear()
+    first = RoomSettings(variant="revised", default_difficulty=7, house_rules={"b": True})
+    key = requestcache.settings_key(first)
+    assert requestcache.settings_key(first) is key  # worked out once per object
+    # another object, equal or not, has its own key, equal exactly when the settings are
+    assert requestcache.settings_key(RoomSettings(**vars(first))) == key
+    for other in (
+        RoomSettings(variant="revised", default_difficulty=8, house_rules={"b": True}),
+        RoomSettings(variant="revised", default_difficulty=7, house_rules={"b": False}),
+        RoomSettings(variant="v5", default_difficulty=7, house_rules={"b": True}),
+    ):
+        assert requestcache.settings_key(other) != key
+    many = [RoomSettings(variant="revised", prefix=str(n)) for n in range(5000)]
+    keys = [requestcache.settings_key(s) for s in many]
+    assert len(set(keys)) == len(many)
+    assert len(requestcache._keys) <= requestcache.REQUEST_CACHE_SIZE
+    assert all(requestcache.settings_key(s) == k for s, k in zip(many, keys, strict=True))

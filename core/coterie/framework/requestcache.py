@@ -29,11 +29,27 @@ REQUEST_CACHE_SIZE = 2048
 
 _Key = tuple[int, Hashable, str, str | None, int]
 _cache: OrderedDict[_Key, tuple[Variant[Any, Any], Any]] = OrderedDict()
+#: id of a settings object → the object and its :func:`settings_key` (oldest dropped first)
+_keys: dict[int, tuple[RoomSettings, Hashable]] = {}
 
 
 def settings_key(settings: RoomSettings) -> Hashable:
     """Everything of a room's settings, as a hashable value: every field, so a setting added to
-    :class:`RoomSettings` later is part of the key without anyone remembering to add it."""
+    :class:`RoomSettings` later is part of the key without anyone remembering to add it.
+
+    Kept per settings object (the app hands out one object per room until its settings change),
+    so a room's key is worked out once, not on every roll."""
+    kept = _keys.get(id(settings))
+    if kept is not None and kept[0] is settings:  # (held here: its id names no other object)
+        return kept[1]
+    key = _settings_key(settings)
+    if len(_keys) >= REQUEST_CACHE_SIZE:
+        del _keys[next(iter(_keys))]
+    _keys[id(settings)] = (settings, key)
+    return key
+
+
+def _settings_key(settings: RoomSettings) -> Hashable:
     values = _read_fields(settings)
     # (strings, numbers and None as they are, without an ABC check each)
     return tuple(
@@ -82,3 +98,4 @@ def remember(key: _Key, variant: Variant[Any, Any], request: Any) -> None:
 def clear() -> None:
     """Forget every request (tests)."""
     _cache.clear()
+    _keys.clear()
