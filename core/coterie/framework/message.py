@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import cached_property
+
 from coterie.records import dataclass
 
 
@@ -29,9 +31,10 @@ class Message:
     #: Telegram group administrator): they have a Storyteller's rights there
     admin: bool = False
 
-    @property
+    @cached_property
     def room_key(self) -> str:
-        """A key unique across platforms, used for room settings and state."""
+        """A key unique across platforms, used for room settings and state (worked out once per
+        message: the message path asks for it several times)."""
         return f"{self.platform}:{self.room}"
 
     @property
