@@ -36,6 +36,16 @@ def test_core_roll_prints_the_ratio_and_the_breakdown():
         assert re.search(rf"{re.escape(stage)}.* [0-9.]+\n", out), stage
 
 
+def test_core_roll_in_several_processes_reports_the_median_and_each_ratio():
+    out = run_bench(str(BENCH / "core_roll.py"), "--quick", "--processes", "3", timeout=120)
+    assert "the median of 3 processes" in out
+    found = re.search(r"ratio coterie \(memory store\) / d20: ([0-9.]+)x awaited", out)
+    [each] = re.findall(r"^  ([0-9.]+x / [0-9.]+x(?:, [0-9.]+x / [0-9.]+x)*)$", out, re.M)
+    ratios = sorted(float(pair.split(" / ")[0].rstrip("x")) for pair in each.split(", "))
+    assert found and len(ratios) == 3
+    assert float(found.group(1)) == ratios[1]  # the median of the three processes' ratios
+
+
 def test_throughput_counts_every_reply_through_each_entry_point():
     args = ["--count", "20", "--concurrency", "4", "--seconds", "10", "--sqlite-only"]
     args += ["--warmup", "2"]
