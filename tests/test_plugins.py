@@ -729,3 +729,39 @@ def test_a_plugin_registered_or_unregistered_after_a_hook_was_called_is_seen_at_
     assert dict(host.call("coterie_settings")) == before
     host.pm.register(late, name="late-again")  # straight through pluggy's manager, too
     assert "late-again" in dict(host.call("coterie_settings"))
+
+
+class Shapes:
+    """Commands answering replies of every shape a handler may give, and some it may not."""
+
+    @hookimpl
+    def coterie_commands(self):
+        from coterie.render.elements import BR, Bold, Die, Italic, Role
+
+        class Shout(Text):
+            pass
+
+        replies = {
+            "strings": lambda ctx: ["plain ", Bold((Text("bold"),)), BR, "tail"],
+            "nested": lambda ctx: [Italic((Bold((Die(7, Role.SUCCESS, 10),)),)), Shout("!")],
+            "number": lambda ctx: [Text("a"), 42],
+            "deep": lambda ctx: [Bold((Italic((Text("x"), object())),))],
+        }
+        return [
+            Command(name=name, summary=name, usage=f"!{name}", handler=handler)
+            for name, handler in replies.items()
+        ]
+
+
+async def test_a_handler_may_answer_strings_and_elements_and_nothing_else(send):
+    app = app_with((Shapes(), "shapes"))
+    reply = await send(app, "!strings")
+    assert reply is not None and not reply.is_error
+    assert [type(node).__name__ for node in reply.body] == ["Text", "Bold", "LineBreak", "Text"]
+    assert to_plain(reply.body) == "plain bold\ntail"
+    reply = await send(app, "!nested")
+    assert reply is not None and not reply.is_error and to_plain(reply.body) == "7!"
+    for name in ("number", "deep"):  # refused at any depth: the command's incident, no crash
+        reply = await send(app, f"!{name}")
+        assert reply is not None and reply.is_error, name
+        assert "incident" in to_plain(reply.body) and "keeps working" in to_plain(reply.body)

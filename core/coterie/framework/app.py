@@ -25,14 +25,14 @@ from coterie.framework.metrics import Metrics
 from coterie.framework.parsing import split_line
 from coterie.framework.plugins import PluginHost
 from coterie.framework.ratelimit import RateCheck, SharedRateLimiter, limiter_for, slow_down
-from coterie.framework.replies import check_elements, error_reply, localise_buttons
+from coterie.framework.replies import as_elements, check_elements, error_reply, localise_buttons
 from coterie.framework.roomsettings import merge_room_settings
 from coterie.framework.sessions import current_play
 from coterie.framework.settings import check_plugin_settings
 from coterie.framework.supervise import Supervisor
 from coterie.framework.unknown import unknown_command
 from coterie.framework.variant import RoomSettings, Variant
-from coterie.render.elements import Reply, Text, roll_footer
+from coterie.render.elements import Reply, roll_footer
 from coterie.storage.ambient import AmbientStore
 from coterie.storage.readahead import expect_reads, forget
 from coterie.storage.state import MemoryStore, StateStore, Transaction
@@ -443,8 +443,7 @@ class Coterie:
     async def _call(self, command: Command, context: CommandContext) -> Reply:
         result = await self.guard.invoke(command, context)
         reply = result if isinstance(result, Reply) else Reply(list(result))
-        reply.body = [Text(node) if isinstance(node, str) else node for node in reply.body]
-        check_elements(reply.body)
+        reply.body = as_elements(reply.body)
         for part in reply.private:
             check_elements(part.body)
         return reply

@@ -36,11 +36,21 @@ def error_reply(message: str, usage: str | None = None, hint: str | None = None)
 
 #: element types without children, checked by exact type first (the common case)
 _LEAVES = frozenset({Text, Die, LineBreak, Code})
+#: element types with children
+_PARENTS = frozenset({Bold, Italic, Strike})
 
 
 def check_elements(nodes: Sequence[Node]) -> None:
     """Refuse a reply tree holding anything but elements (what ``walk`` visits, without its
     generators: this runs on every reply)."""
+    kinds = set(map(type, nodes))  # (one pass in C: most replies are leaves and a few parents)
+    if kinds <= _LEAVES:
+        return
+    if kinds <= _LEAVES | _PARENTS:
+        for node in nodes:
+            if type(node) in _PARENTS:
+                check_elements(node.children)  # type: ignore[union-attr]
+        return
     for node in nodes:
         if type(node) in _LEAVES:
             continue
@@ -48,6 +58,15 @@ def check_elements(nodes: Sequence[Node]) -> None:
             check_elements(node.children)
         elif not isinstance(node, NODE_TYPES):
             raise TypeError(f"a reply may hold only elements, not {node!r}")
+
+
+def as_elements(nodes: Sequence[Node | str]) -> list[Node]:
+    """A reply's top-level nodes with plain strings made :class:`Text` (a handler may answer
+    strings), checked with :func:`check_elements`."""
+    if str in set(map(type, nodes)):
+        nodes = [Text(node) if isinstance(node, str) else node for node in nodes]
+    check_elements(nodes)  # type: ignore[arg-type]
+    return list(nodes)  # type: ignore[arg-type]
 
 
 def localise_buttons(node: Node, prefix: str) -> Node:
