@@ -73,3 +73,28 @@ def test_rejection_sampling_keeps_every_face_equally_likely() -> None:
         assert len(set(per_face.values())) == 1  # each face owns the same number of bytes
     assert all(1 <= face <= 20 for face in dice.roll(1000, 20))
     assert all(1 <= face <= 1000 for face in dice.roll(100, 1000))  # above 256 sides: randbelow
+
+
+def test_rejected_bytes_are_skipped_and_more_are_drawn(monkeypatch: pytest.MonkeyPatch) -> None:
+    streams = {
+        10: [bytes([255, 250, 3, 249, 252, 5]), bytes([251, 0, 9, 99, 17, 250, 253, 254])],
+        6: [bytes([252, 253, 0, 5, 255, 6, 254, 254]), bytes([11, 100, 200, 10, 10, 1])],
+    }
+    expected = {
+        10: [3 % 10 + 1, 249 % 10 + 1, 5 % 10 + 1, 0 + 1, 9 + 1, 99 % 10 + 1, 17 % 10 + 1],
+        6: [0 + 1, 5 + 1, 6 % 6 + 1, 11 % 6 + 1, 100 % 6 + 1, 200 % 6 + 1, 10 % 6 + 1],
+    }
+    for sides, chunks in streams.items():  # 250+ rejected on a d10, 252+ on a d6
+        left = list(chunks)
+        asked: list[int] = []
+
+        def token_bytes(n: int, left: list[bytes] = left, asked: list[int] = asked) -> bytes:
+            asked.append(n)
+            return left.pop(0)[:n]
+
+        monkeypatch.setattr("coterie.dice.sources.secrets.token_bytes", token_bytes)
+        assert SystemDice().roll(7, sides) == expected[sides], sides
+        assert asked == [7 + 7 // 4 + 2, 4 + 4 // 4 + 2], sides  # then only what was missing
+    monkeypatch.undo()
+    assert set(SystemDice().roll(5000, 255)) == set(range(1, 256))
+    assert max(SystemDice().roll(5000, 256)) <= 256  # above 255 sides: randbelow
