@@ -4,6 +4,7 @@ reply holds only elements, and buttons shown in the room's prefix."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import compress
 
 from coterie.framework.grammar import localise
 from coterie.render.elements import (
@@ -38,6 +39,7 @@ def error_reply(message: str, usage: str | None = None, hint: str | None = None)
 _LEAVES = frozenset({Text, Die, LineBreak, Code})
 #: element types with children
 _PARENTS = frozenset({Bold, Italic, Strike})
+_KNOWN = _LEAVES | _PARENTS
 
 
 def check_elements(nodes: Sequence[Node]) -> None:
@@ -46,10 +48,9 @@ def check_elements(nodes: Sequence[Node]) -> None:
     kinds = set(map(type, nodes))  # (one pass in C: most replies are leaves and a few parents)
     if kinds <= _LEAVES:
         return
-    if kinds <= _LEAVES | _PARENTS:
-        for node in nodes:
-            if type(node) in _PARENTS:
-                check_elements(node.children)  # type: ignore[union-attr]
+    if kinds <= _KNOWN:  # leaves and parents: only the parents' children are left to check
+        for parent in compress(nodes, map(_PARENTS.__contains__, map(type, nodes))):
+            check_elements(parent.children)  # type: ignore[union-attr]
         return
     for node in nodes:
         if type(node) in _LEAVES:
