@@ -6,6 +6,7 @@ tested against each platform's peer in tests/test_faults.py."""
 from __future__ import annotations
 
 import copy
+import json
 import time
 
 import pytest
@@ -110,3 +111,27 @@ async def test_old_records_are_swept_from_the_sql_store(backend: str, tmp_path, 
         assert await store.keys(EVENTS) == [] and await store.keys("other") == ["a"]
     finally:
         await store.close()
+
+
+async def test_the_reply_is_kept_as_json_text_and_an_earlier_record_still_reads() -> None:
+    t = Table()
+    t.faces(8, 3)
+    first = await t.app.handle(message("!roll 2 6 # the door", "ev-t"))
+    assert first is not None and not first.is_error
+    stored = await t.store.get(EVENTS, "test:r:ev-t")
+    assert set(stored) == {"reply_text", "at"} and isinstance(stored["reply_text"], str)
+    assert json.loads(stored["reply_text"]) == reply_to_json(first)
+    # a record an earlier coterie wrote keeps the reply as an object: still answered from it
+    await t.store.set(EVENTS, "test:r:ev-old", {"reply": reply_to_json(first), "at": time.time()})
+    position = t.dice._position
+    again = await t.app.handle(message("!roll 2 6 # the door", "ev-old"))
+    assert again is not None and again.body == first.body and t.dice._position == position
+
+
+@pytest.mark.parametrize("broken", ["{not json", 3, '{"body": [{"t": "nope"}]}'])
+async def test_an_unreadable_reply_text_answers_nothing_and_runs_nothing(broken: object) -> None:
+    t = Table()
+    await t.store.set(EVENTS, "test:r:ev-y", {"reply_text": broken, "at": time.time()})
+    position = t.dice._position
+    reply = await t.app.handle(message("!roll 3 6", "ev-y"))
+    assert reply is not None and reply.body == [] and t.dice._position == position

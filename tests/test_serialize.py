@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from coterie.render.elements import (
     BR,
@@ -21,7 +23,7 @@ from coterie.render.elements import (
     italic,
     strike,
 )
-from coterie.render.serialize import node_to_json, reply_from_json, reply_to_json
+from coterie.render.serialize import node_to_json, reply_from_json, reply_to_json, reply_to_text
 
 
 class Shout(Text):
@@ -64,3 +66,64 @@ def test_a_subclass_is_written_as_its_element_and_anything_else_is_refused() -> 
     assert node_to_json(Shout("hey")) == {"t": "text", "text": "hey"}
     with pytest.raises(TypeError, match="not an element"):
         node_to_json("plain str")  # type: ignore[arg-type]
+
+
+def test_the_text_form_is_the_json_form_written_out() -> None:
+    reply = Reply(
+        [*every_element(), Shout("loud"), Text('quotes " and \\ and \ud800 and é')],  # type: ignore[list-item]
+        kind="roll",
+        ephemeral=True,
+        meta={"roll_id": "ABC", "é": "ü"},
+        private=[Private("U1", [Text("secret "), Die(7, Role.SUCCESS)], "Lynn")],
+    )
+    for _ in range(2):  # the second time from the remembered texts and dice
+        assert json.loads(reply_to_text(reply)) == reply_to_json(reply)
+    assert json.loads(reply_to_text(Reply([]))) == reply_to_json(Reply([]))
+    with pytest.raises(TypeError, match="not an element"):
+        reply_to_text(Reply(["plain str"]))  # type: ignore[list-item]
+
+
+_texts = st.text(max_size=12)
+_leaves = st.one_of(
+    _texts.map(Text),
+    _texts.map(Code),
+    st.just(BR),
+    st.builds(
+        Die,
+        st.integers(0, 20),
+        st.sampled_from(list(Role)),
+        st.integers(1, 20),
+        st.frozensets(st.sampled_from(["hunger", "crit", "x"])),
+    ),
+)
+_trees = st.recursive(
+    _leaves,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3).map(lambda nodes: bold(*nodes)),
+        st.lists(inner, max_size=3).map(lambda nodes: italic(*nodes)),
+        st.lists(inner, max_size=3).map(lambda nodes: strike(*nodes)),
+    ),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(_trees, max_size=10),
+    st.dictionaries(_texts, _texts, max_size=3),
+    st.booleans(),
+)
+def test_any_reply_written_as_text_reads_back_as_its_json_form(
+    body: list[object], meta: dict[str, str], ephemeral: bool
+) -> None:
+    reply = Reply(body, kind="roll", ephemeral=ephemeral, meta=meta)  # type: ignore[arg-type]
+    assert json.loads(reply_to_text(reply)) == reply_to_json(reply)
+    assert reply_from_json(json.loads(reply_to_text(reply))).body == reply.body
+
+
+def test_a_die_without_tags_is_written_without_them_and_read_back_the_same() -> None:
+    plain = Die(3, Role.FAILURE, 10)
+    assert node_to_json(plain) == {"t": "die", "face": 3, "role": "failure", "sides": 10}
+    assert reply_from_json(reply_to_json(Reply([plain]))).body == [plain]
+    earlier = {"body": [{"t": "die", "face": 3, "role": "failure", "sides": 10, "tags": []}]}
+    assert reply_from_json({**earlier, "kind": "roll"}).body == [plain]  # as written before

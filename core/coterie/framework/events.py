@@ -12,16 +12,19 @@ store's ``expire`` removes them, every :data:`SWEEP_EVERY` seconds, when the sto
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from collections.abc import Callable
 from typing import Any
 
 from coterie.framework.message import Message
 from coterie.render.elements import Reply
-from coterie.render.serialize import reply_from_json, reply_to_json
+from coterie.render.serialize import reply_from_json, reply_to_text
 from coterie.storage.state import StateStore, Transaction
 
-#: state namespace of answered events: ``{"reply": ..., "at": seconds}`` by event key
+#: state namespace of answered events: ``{"reply_text": JSON text of the reply, "at": seconds}``
+#: by event key (the reply as :func:`~coterie.render.serialize.reply_to_json` writes it, kept as
+#: text: a store copies or encodes a string at once, and a reply as objects in Python)
 EVENTS = "coterie.events"
 #: how long an answered event is remembered
 EVENT_TTL = 7 * 24 * 3600.0
@@ -42,7 +45,9 @@ async def answered_before(tx: StateStore | Transaction, event: str) -> Reply | N
     if not isinstance(stored, dict):
         return None
     try:
-        reply = reply_from_json(stored.get("reply"))
+        text = stored.get("reply_text")
+        # (a record written by an earlier coterie keeps the reply as an object, under "reply")
+        reply = reply_from_json(stored.get("reply") if text is None else _loads(text))
     except ValueError:  # a record we can't read back: run nothing, answer nothing new
         return Reply([], meta={"redelivered": "true"})
     reply.meta["redelivered"] = "true"
@@ -51,7 +56,14 @@ async def answered_before(tx: StateStore | Transaction, event: str) -> Reply | N
 
 async def record_answer(tx: StateStore | Transaction, event: str, reply: Reply) -> None:
     """Record, in the command's transaction, that ``event`` was answered with ``reply``."""
-    await tx.set(EVENTS, event, {"reply": reply_to_json(reply), "at": time.time()})
+    await tx.set(EVENTS, event, {"reply_text": reply_to_text(reply), "at": time.time()})
+
+
+def _loads(text: Any) -> Any:
+    """A stored reply's JSON text, read (``ValueError`` for anything that is not JSON text)."""
+    if not isinstance(text, str):
+        raise ValueError("a stored reply is JSON text")
+    return json.loads(text)  # (json.JSONDecodeError is a ValueError)
 
 
 async def sweep(store: Any, now: float | None = None) -> int:

@@ -3,14 +3,16 @@ again later exactly as it was built (a secret roll revealed, a reply sent again 
 
 The JSON form is a list of objects, one per node, each with a ``"t"`` naming the node type:
 ``{"t": "text", "text": "..."}``, ``{"t": "bold", "children": [...]}``, ``{"t": "die", "face": 9,
-"role": "success", "sides": 10, "tags": ["hunger"]}``, ``{"t": "br"}``, ``{"t": "image", "data":
-BASE64, ...}``, ``{"t": "actions", "buttons": [{"label": ..., "command": ...}]}``. Reading refuses
-anything else with ``ValueError``: stored data is checked, never trusted."""
+"role": "success", "sides": 10, "tags": ["hunger"]}`` (``"tags"`` left out when there are none),
+``{"t": "br"}``, ``{"t": "image", "data": BASE64, ...}``, ``{"t": "actions", "buttons":
+[{"label": ..., "command": ...}]}``. Reading refuses anything else with ``ValueError``: stored
+data is checked, never trusted. :func:`reply_to_text` writes a reply's JSON as text directly."""
 
 from __future__ import annotations
 
 import base64
 import binascii
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -50,14 +52,10 @@ def node_to_json(node: Node) -> dict[str, Any]:
 
 
 def _die(node: Die) -> dict[str, Any]:
-    tags = node.tags
-    return {
-        "t": "die",
-        "face": node.face,
-        "role": node.role.value,
-        "sides": node.sides,
-        "tags": sorted(tags) if tags else [],
-    }
+    written = {"t": "die", "face": node.face, "role": node.role.value, "sides": node.sides}
+    if node.tags:  # (most dice have none: read back, a die without "tags" has none)
+        written["tags"] = sorted(node.tags)
+    return written
 
 
 def _image(node: Image) -> dict[str, Any]:
@@ -172,6 +170,72 @@ def reply_to_json(reply: Reply) -> dict[str, Any]:
             for part in reply.private
         ],
     }
+
+
+def reply_to_text(reply: Reply) -> str:
+    """:func:`reply_to_json` as compact JSON text (``json.loads`` gives the same object), written
+    straight from the elements: every answered command keeps its reply this way
+    (:mod:`coterie.framework.events`), and most of a reply's elements are the same few dice and
+    texts, whose text is remembered."""
+    parts = [
+        '{"body":',
+        _nodes_text(reply.body),
+        ',"kind":',
+        _dumps(reply.kind),
+        ',"ephemeral":',
+        "true" if reply.ephemeral else "false",
+        ',"meta":',
+        _dumps(dict(reply.meta)),
+        ',"private":',
+    ]
+    if reply.private:
+        parts.append(_dumps(reply_to_json(Reply([], private=reply.private))["private"]))
+    else:
+        parts.append("[]")
+    parts.append("}")
+    return "".join(parts)
+
+
+_dumps = json.JSONEncoder(separators=(",", ":"), allow_nan=False).encode
+#: the JSON text of die elements (shared objects: the same few dozen serve every roll) and of
+#: texts, remembered; each forgotten all at once when it grows too large
+_DIE_TEXT: dict[int, tuple[Die, str]] = {}
+_TEXT_TEXT: dict[str, str] = {}
+_REMEMBERED_MOST = 4096
+
+
+def _nodes_text(nodes: Any) -> str:
+    parts: list[str] = []
+    add = parts.append
+    for node in nodes:
+        kind = type(node)
+        if kind is Text:
+            text = node.text
+            done = _TEXT_TEXT.get(text)
+            if done is None:
+                done = '{"t":"text","text":' + _dumps(text) + "}"
+                if len(text) <= 80:
+                    if len(_TEXT_TEXT) >= _REMEMBERED_MOST:
+                        _TEXT_TEXT.clear()
+                    _TEXT_TEXT[text] = done
+            add(done)
+        elif kind is Die:
+            kept = _DIE_TEXT.get(id(node))
+            if kept is not None and kept[0] is node:  # (held here: its id names no other object)
+                add(kept[1])
+                continue
+            done = _dumps(_die(node))
+            if len(_DIE_TEXT) >= _REMEMBERED_MOST:
+                _DIE_TEXT.clear()
+            _DIE_TEXT[id(node)] = (node, done)
+            add(done)
+        elif kind is LineBreak:
+            add('{"t":"br"}')
+        elif kind in _CONTAINERS:
+            add('{"t":"' + _CONTAINERS[kind] + '","children":' + _nodes_text(node.children) + "}")
+        else:
+            add(_dumps(node_to_json(node)))
+    return "[" + ",".join(parts) + "]"
 
 
 def reply_from_json(data: Any) -> Reply:
