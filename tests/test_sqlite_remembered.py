@@ -189,8 +189,79 @@ async def test_a_value_this_transaction_did_not_write_is_remembered_after_its_wr
             assert await tx.get("rooms", "a") == {"v": 2}
             assert await tx.get("rooms", "b") == {"v": 1}
             raise RuntimeError("no")
-    assert len(selects) == 2
+    assert len(selects) == 1  # a's read answered the value written here: only b was read
     assert await store.get("rooms", "b") == {"v": 1}
-    assert len(selects) == 2  # b remembered
+    assert len(selects) == 1  # b remembered
     assert await store.get("rooms", "a") == {"v": 1}
-    assert len(selects) == 3  # a read afresh: what the transaction saw was never committed
+    assert len(selects) == 2  # a read afresh: what the transaction saw was never committed
+
+
+def _statements(store: SQLStore) -> list[str]:
+    """Every statement the store's writing connection runs from now on."""
+    seen: list[str] = []
+    assert store._writer is not None
+    store._writer.set_trace_callback(seen.append)
+    return seen
+
+
+async def test_a_transactions_writes_are_made_together_before_its_commit(store: SQLStore) -> None:
+    await store.set("rooms", "gone", {"v": 0})
+    await store.set("rooms", "kept", {"v": 0})
+    seen = _statements(store)
+    async with store.transaction() as tx:
+        for n in range(3):
+            await tx.set("rooms", f"r{n}", {"v": n})
+        await tx.set("rooms", "r0", {"v": 9})  # written again: the last value counts
+        await tx.delete("rooms", "gone")
+        assert await tx.get("rooms", "r0") == {"v": 9} and await tx.get("rooms", "gone") is None
+        assert not [s for s in seen if s.startswith(("INSERT", "DELETE"))]  # nothing made yet
+        assert await tx.keys("rooms") == ["kept", "r0", "r1", "r2"]  # keys(): made first
+        await tx.set("rooms", "r3", {"v": 3})
+    writes = [s for s in seen if s.startswith(("INSERT", "DELETE"))]
+    assert len(writes) == 3 and writes[0].count("), (") == 2  # three rows in one statement
+    assert seen[-1] == "COMMIT" and writes[-1].startswith("INSERT")  # r3, before the commit
+    got = {k: await store.get("rooms", k) for k in ("r0", "r1", "r2", "r3", "gone", "kept")}
+    assert got == {
+        "r0": {"v": 9},
+        "r1": {"v": 1},
+        "r2": {"v": 2},
+        "r3": {"v": 3},
+        "gone": None,
+        "kept": {"v": 0},
+    }
+
+
+async def test_kept_writes_of_a_transaction_rolled_back_are_never_made(store: SQLStore) -> None:
+    await store.set("rooms", "other", {"v": 0})  # (opens the writing connection)
+    seen = _statements(store)
+    with pytest.raises(RuntimeError):
+        async with store.transaction() as tx:
+            await tx.set("rooms", "a", {"v": 1})
+            raise RuntimeError("no")
+    assert not [s for s in seen if s.startswith("INSERT")] and await store.get("rooms", "a") is None
+    async with store.transaction() as tx:  # a value JSON cannot hold is refused where written
+        with pytest.raises(ValueError):
+            await tx.set("rooms", "b", {"v": float("nan")})
+    assert await store.get("rooms", "b") is None
+
+
+async def test_keys_said_to_be_read_are_read_with_the_first_read(store: SQLStore) -> None:
+    from coterie.storage.readahead import expect_reads, forget
+
+    await store.set("claims", "c1", {"claimed": True})
+    await store.set("events", "e0", {"reply_text": "[]"})
+    seen = _selects(store)
+    said = expect_reads([("events", "e1"), ("events", "e0")])
+    try:
+        async with store.transaction() as tx:
+            assert await tx.get("claims", "c1") == {"claimed": True}  # one SELECT: all three
+            assert await tx.get("events", "e1") is None
+            assert await tx.get("events", "e0") == {"reply_text": "[]"}
+            await tx.set("events", "e1", {"reply_text": "[1]"})
+    finally:
+        forget(said)
+    assert len(seen) == 1 and seen[0].count(" OR ") == 2, seen
+    async with store.transaction() as tx:  # nothing said: one key per read, as before
+        assert await tx.get("events", "e1") == {"reply_text": "[1]"}
+        assert await tx.get("claims", "other") is None
+    assert len(seen) == 3 and " OR " not in seen[1] + seen[2], seen

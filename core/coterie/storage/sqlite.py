@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import functools
 import json
 import logging
 import sqlite3
@@ -15,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from coterie.storage.character_rows import UNDO_DEPTH, Character, parse_sheet
+from coterie.storage.readahead import expected
 from coterie.storage.state import RollRecord
 
 if TYPE_CHECKING:
@@ -43,7 +45,28 @@ _UPSERT = (
     "ON CONFLICT (namespace, key) DO UPDATE SET value = excluded.value, "
     "updated_at = excluded.updated_at"
 )
+#: rows a transaction's kept ``kv`` writes are made in at most, per statement (4 variables a row,
+#: far under SQLite's limit on variables)
+_ROWS_AT_ONCE = 200
+
+
+@functools.lru_cache(maxsize=32)
+def _upsert(rows: int) -> str:
+    """:data:`_UPSERT` for ``rows`` rows at once."""
+    values = ", ".join(["(?, ?, ?, ?)"] * rows)
+    return _UPSERT.replace("VALUES (?, ?, ?, ?)", f"VALUES {values}")
+
+
+@functools.lru_cache(maxsize=32)
+def _delete(keys: int) -> str:
+    """``DELETE`` of ``keys`` ``kv`` keys at once (each looked up in the primary key)."""
+    return "DELETE FROM kv WHERE " + " OR ".join(["(namespace = ? AND key = ?)"] * keys)
+
+
 SELECT_VALUE = "SELECT value FROM kv WHERE namespace = ? AND key = ?"
+#: several values at once, followed by ``(namespace = ? AND key = ?)`` terms joined by ``OR``
+#: (SQLite looks each term up in the primary key; a row-value ``IN`` would scan the table)
+_SELECT_VALUES = "SELECT namespace, key, value FROM kv WHERE "
 _INSERT_ROLL = (
     f"INSERT INTO rolls ({', '.join(f'{chr(34)}{name}{chr(34)}' for name in ROLL_FIELDS)}) "
     f"VALUES ({', '.join('?' for _ in ROLL_FIELDS)})"
@@ -174,9 +197,20 @@ class LiteTransaction:
     pragma costs no system call), that no other connection wrote since they were read. A value
     read here joins them unless this transaction wrote it (or ran a statement of its own, which
     may have written anything): it is then the committed one, which a rollback leaves as it is.
-    Every write forgets its key."""
+    Every write forgets its key.
 
-    __slots__ = ("_db", "_values", "_written")
+    Each statement is a call into SQLite that, between the other tasks of a busy event loop,
+    costs tens of microseconds whatever it does, so a transaction makes few of them:
+
+    * the first ``kv`` read that is not remembered also reads the keys the transaction was said
+      to read (:mod:`coterie.storage.readahead`: a delivery's answered-event record), in one
+      ``SELECT``;
+    * ``kv`` writes are kept (encoded at once, so a value JSON cannot hold is refused where it is
+      written) and made together, in one statement, before anything that could read them in SQL
+      (:meth:`keys`, :meth:`execute`) and before ``COMMIT`` (:meth:`flush`); a read of a key
+      written here answers the written value."""
+
+    __slots__ = ("_db", "_pending", "_values", "_written")
 
     def __init__(self, db: sqlite3.Connection, values: dict[tuple[str, str], str | None]) -> None:
         self._db = db
@@ -184,33 +218,71 @@ class LiteTransaction:
         self._values = values
         #: the keys this transaction wrote (``None``: it may have written any)
         self._written: set[tuple[str, str]] | None = set()
+        #: ``kv`` writes not made yet: key → (JSON text, time), ``None`` for a delete
+        self._pending: dict[tuple[str, str], tuple[str, float] | None] = {}
 
     def execute(self, statement: str, parameters: tuple[Any, ...] = ()) -> sqlite3.Cursor:
         """Run one statement in this transaction (the store's own housekeeping)."""
+        self.flush()
         self._values.clear()  # it may change any value
         self._written = None
         return self._db.execute(statement, parameters)
 
+    def flush(self) -> None:
+        """Make the ``kv`` writes kept so far (one statement for the values, one for deletes)."""
+        pending = self._pending
+        if not pending:
+            return
+        stored = [(*key, *change) for key, change in pending.items() if change is not None]
+        gone = [key for key, change in pending.items() if change is None]
+        pending.clear()
+        db = self._db
+        for start in range(0, len(stored), _ROWS_AT_ONCE):
+            rows = stored[start : start + _ROWS_AT_ONCE]
+            db.execute(_upsert(len(rows)), [value for row in rows for value in row])
+        for start in range(0, len(gone), _ROWS_AT_ONCE):
+            keys = gone[start : start + _ROWS_AT_ONCE]
+            db.execute(_delete(len(keys)), [part for key in keys for part in key])
+
     async def get(self, namespace: str, key: str) -> Any | None:
         wanted = (namespace, key)
+        if wanted in self._pending:
+            change = self._pending[wanted]
+            return None if change is None else json.loads(change[0])
         values = self._values
-        if wanted in values:
-            text = values[wanted]
-        else:
-            found = self._db.execute(SELECT_VALUE, wanted).fetchone()
-            text = None if found is None else found[0]
-            written = self._written
-            if written is not None and wanted not in written and len(values) < REMEMBERED_VALUES:
-                values[wanted] = text
+        text = values[wanted] if wanted in values else self._read(wanted)
         return None if text is None else json.loads(text)
+
+    def _read(self, wanted: tuple[str, str]) -> str | None:
+        """The stored text of ``wanted``, read with the keys said to be read and not known yet
+        (one statement), each remembered where this transaction did not write it."""
+        values = self._values
+        written = self._written
+        keys = [wanted]
+        for said in expected():
+            if said not in values and said not in keys and (written is None or said not in written):
+                keys.append(said)
+        if len(keys) == 1:
+            found = self._db.execute(SELECT_VALUE, wanted).fetchone()
+            texts = {wanted: None if found is None else found[0]}
+        else:
+            query = _SELECT_VALUES + " OR ".join(["(namespace = ? AND key = ?)"] * len(keys))
+            rows = self._db.execute(query, [part for pair in keys for part in pair]).fetchall()
+            texts = dict.fromkeys(keys)
+            texts.update(((namespace, key), text) for namespace, key, text in rows)
+        if written is not None:
+            for read, text in texts.items():
+                if read not in written and len(values) < REMEMBERED_VALUES:
+                    values[read] = text
+        return texts[wanted]
 
     async def set(self, namespace: str, key: str, value: Any) -> None:
         self._wrote((namespace, key))
-        self._db.execute(_UPSERT, (namespace, key, dumps_json(value), time.time()))
+        self._pending[(namespace, key)] = (dumps_json(value), time.time())
 
     async def delete(self, namespace: str, key: str) -> None:
         self._wrote((namespace, key))
-        self._db.execute("DELETE FROM kv WHERE namespace = ? AND key = ?", (namespace, key))
+        self._pending[(namespace, key)] = None
 
     def _wrote(self, key: tuple[str, str]) -> None:
         self._values.pop(key, None)
@@ -218,6 +290,7 @@ class LiteTransaction:
             self._written.add(key)
 
     async def keys(self, namespace: str, prefix: str = "") -> list[str]:
+        self.flush()
         return lite_keys(self._db, namespace, prefix)
 
     async def log_roll(self, record: RollRecord) -> None:
@@ -336,7 +409,7 @@ class LiteScope:
     while another process holds SQLite's lock), then ``COMMIT`` on a clean exit, else
     ``ROLLBACK``."""
 
-    __slots__ = ("_db", "_store", "_token")
+    __slots__ = ("_db", "_store", "_token", "_tx")
 
     def __init__(self, store: SQLStore) -> None:  # (its SQLite parts)
         self._store = store
@@ -360,7 +433,8 @@ class LiteScope:
         self._token = writing.set(writing.get() | {id(store)})
         remembered = store._values
         remembered.check(db)
-        return LiteTransaction(db, remembered.values)
+        self._tx = LiteTransaction(db, remembered.values)
+        return self._tx
 
     async def __aexit__(self, kind: object, error: object, trace: object) -> None:
         db = self._db
@@ -371,6 +445,7 @@ class LiteScope:
                     db.execute("ROLLBACK")
                 return
             try:
+                self._tx.flush()  # the writes kept until now, then the commit
                 db.execute("COMMIT")
             except BaseException:
                 if db.in_transaction:
