@@ -291,6 +291,41 @@ async def test_a_chat_on_another_rule_set_gets_its_own_menu(fake, lynn):
     assert "default" in fake.commands and f"chat:{GROUP}" not in fake.commands
 
 
+async def test_a_chats_menu_is_read_once_and_a_failed_change_is_tried_again(fake, lynn):
+    from coterie_telegram.bot import MENUS_NAMESPACE
+
+    adapter = make_adapter(fake, core=make_core(variants=("revised", "v5")))
+    reads: list[str] = []
+    state = adapter.app.state
+    real_get = state.get
+
+    async def get(namespace: str, key: str) -> object:
+        if namespace == MENUS_NAMESPACE:
+            reads.append(key)
+        return await real_get(namespace, key)
+
+    state.get = get  # type: ignore[method-assign]
+    async with serving(adapter) as running:
+        await fake.user_message(GROUP, lynn, "!variant v5")
+        await fake.wait_for(lambda: len(fake.ok_calls("setMyCommands")) == 2, "a chat menu")
+        await settle(running)
+        assert len(reads) == 1
+        for n in range(3):
+            await fake.user_message(GROUP, lynn, "!roll 1")
+            await fake.wait_sent(2 + n)
+        await settle(running)
+        assert len(reads) == 1  # the chat's menu is known here: not read again
+        fake.fail_next("deleteMyCommands", 400, "Bad Request: not now")
+        await fake.user_message(GROUP, lynn, "!variant revised")
+        await fake.wait_sent(5)
+        await settle(running)
+        assert not fake.ok_calls("deleteMyCommands") and len(reads) == 2
+        await fake.user_message(GROUP, lynn, "!roll 1")  # the change not made: tried again
+        await fake.wait_for(lambda: bool(fake.ok_calls("deleteMyCommands")), "the menu gone")
+        await settle(running)
+    assert len(reads) == 3 and f"chat:{GROUP}" not in fake.commands
+
+
 async def test_a_failing_menu_does_not_stop_the_bot(fake, lynn):
     fake.fail_next("setMyCommands", 400, "Bad Request: BOT_COMMAND_INVALID")
     async with serving(make_adapter(fake, faces=[6])) as adapter:

@@ -89,6 +89,8 @@ MAX_UPDATE_IDS = 2000
 CHATS_NAMESPACE = "telegram.chats"
 #: a chat's own command menu (when its rule set is not the default one)
 MENUS_NAMESPACE = "telegram.menus"
+#: chats whose menu :meth:`TelegramAdapter.sync_menu` keeps in memory at most (then none again)
+MENUS_KNOWN = 10_000
 #: updates being handled at once; more wait (polling waits, a webhook answers later)
 MAX_IN_FLIGHT = 64
 #: how long :meth:`TelegramBot.drain` waits for replies still being sent
@@ -336,6 +338,8 @@ class TelegramBot:
         self.username = ""
         self._tasks: set[asyncio.Task[None]] = set()
         self._chats = ChatLocks()
+        #: chat → the rule set whose menu it has (``None``: the default), as last made or found
+        self._menus: dict[int, str | None] = {}
         self._capacity = asyncio.Semaphore(MAX_IN_FLIGHT)
         #: webhook updates whose claim another process took while this one handled them
         self._elsewhere: set[int] = set()
@@ -932,9 +936,16 @@ class TelegramBot:
 
     async def sync_menu(self, chat: int, room_key: str) -> None:
         """Give a chat whose rule set is not the default one its own menu (and take it away
-        when the chat returns to the default)."""
+        when the chat returns to the default). What each chat's menu is, as this process last
+        made or found it, is kept (:attr:`_menus`): a message in a chat whose rule set did not
+        change reads nothing from the store. (Another worker sharing the store may change a
+        chat's menu meanwhile; it only ever sets the room's own, so the menu can lag at most
+        until a worker that knows better answers in the chat.)"""
+        variant = (await self.core.known_room_settings(room_key)).variant
+        wanted = None if variant == self.core.config.default_variant else variant
+        if chat in self._menus and self._menus[chat] == wanted:
+            return  # the menu this process last gave (or found) in this chat: nothing to do
         try:
-            variant = (await self.core.room_settings(room_key)).variant
             key = f"{self.credentials.bot_id}:{chat}"
             stored = await self.core.state.get(MENUS_NAMESPACE, key)
             scope = BotCommandScopeChat(chat)
@@ -956,6 +967,10 @@ class TelegramBot:
                 await self.core.state.set(MENUS_NAMESPACE, key, variant)
         except TelegramError as error:
             log.warning("could not update the command menu of chat %s: %s", chat, error)
+            return
+        if len(self._menus) >= MENUS_KNOWN:
+            self._menus.clear()
+        self._menus[chat] = wanted
 
     # --- polling and the webhook -----------------------------------------------------------------
 

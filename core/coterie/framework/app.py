@@ -162,6 +162,13 @@ class Coterie:
         source = store if store is not None else self.state
         return self._settings_of(room_key, await source.get(ROOM_SETTINGS, room_key) or {})
 
+    async def known_room_settings(self, room_key: str) -> RoomSettings:
+        """The room's settings as this process last read them (its own changes included), not
+        asked again whether another process changed them since (a SQLite store's peek; other
+        stores read them): for what may lag a message behind, like a chat's command menu."""
+        stored, _ = await self.state.peek(ROOM_SETTINGS, room_key)
+        return self._settings_of(room_key, stored or {})
+
     def _settings_of(self, room_key: str, stored: dict[str, Any]) -> RoomSettings:
         memo = self._settings_memo.get(room_key)
         if memo is not None and memo[1] is self.config and memo[0] == stored:
