@@ -5,8 +5,10 @@ room's lock and reads, in the same query, the key it was first asked for, the ke
 transaction on the same lock read, and these. Some keys are new with every message (the
 delivery's event id, which the command's transaction reads to find a redelivery): the last
 transaction cannot have read them, so without this they would cost a round trip of their own. A
-store without a read-ahead (memory, SQLite) ignores them. Only a hint: a key said here and not
-read costs a few bytes of the query, a key read and not said costs its round trip.
+SQLite write transaction reads them with its first ``kv`` read that is not remembered, in the same
+statement (:class:`~coterie.storage.sqlite.LiteTransaction`); the memory store ignores them. Only
+a hint: a key said here and not read costs a few bytes of the query, a key read and not said
+costs its round trip (its statement, on SQLite).
 
 A take from the shared rate limits' token buckets can be said the same way
 (:func:`expect_take`, a request made by :func:`coterie.storage.shared.take_request`): a
