@@ -89,7 +89,7 @@ MAX_UPDATE_IDS = 2000
 CHATS_NAMESPACE = "telegram.chats"
 #: a chat's own command menu (when its rule set is not the default one)
 MENUS_NAMESPACE = "telegram.menus"
-#: chats whose menu :meth:`TelegramAdapter.sync_menu` keeps in memory at most (then none again)
+#: chats whose menu :meth:`TelegramBot.sync_menu` keeps in memory at most (then none again)
 MENUS_KNOWN = 10_000
 #: updates being handled at once; more wait (polling waits, a webhook answers later)
 MAX_IN_FLIGHT = 64
