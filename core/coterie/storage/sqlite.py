@@ -58,15 +58,14 @@ def _upsert(rows: int) -> str:
 
 
 @functools.lru_cache(maxsize=32)
-def _delete(keys: int) -> str:
-    """``DELETE`` of ``keys`` ``kv`` keys at once (each looked up in the primary key)."""
-    return "DELETE FROM kv WHERE " + " OR ".join(["(namespace = ? AND key = ?)"] * keys)
+def _any_of(keys: int) -> str:
+    """A ``WHERE`` condition matching any of ``keys`` ``kv`` keys: ``(namespace = ? AND key = ?)``
+    terms joined by ``OR``, which SQLite looks up term by term in the primary key (a row-value
+    ``IN (VALUES ...)`` would scan the table)."""
+    return " OR ".join(["(namespace = ? AND key = ?)"] * keys)
 
 
 SELECT_VALUE = "SELECT value FROM kv WHERE namespace = ? AND key = ?"
-#: several values at once, followed by ``(namespace = ? AND key = ?)`` terms joined by ``OR``
-#: (SQLite looks each term up in the primary key; a row-value ``IN`` would scan the table)
-_SELECT_VALUES = "SELECT namespace, key, value FROM kv WHERE "
 _INSERT_ROLL = (
     f"INSERT INTO rolls ({', '.join(f'{chr(34)}{name}{chr(34)}' for name in ROLL_FIELDS)}) "
     f"VALUES ({', '.join('?' for _ in ROLL_FIELDS)})"
@@ -242,7 +241,7 @@ class LiteTransaction:
             db.execute(_upsert(len(rows)), [value for row in rows for value in row])
         for start in range(0, len(gone), _ROWS_AT_ONCE):
             keys = gone[start : start + _ROWS_AT_ONCE]
-            db.execute(_delete(len(keys)), [part for key in keys for part in key])
+            db.execute("DELETE FROM kv WHERE " + _any_of(len(keys)), [p for k in keys for p in k])
 
     async def get(self, namespace: str, key: str) -> Any | None:
         wanted = (namespace, key)
@@ -266,7 +265,7 @@ class LiteTransaction:
             found = self._db.execute(SELECT_VALUE, wanted).fetchone()
             texts = {wanted: None if found is None else found[0]}
         else:
-            query = _SELECT_VALUES + " OR ".join(["(namespace = ? AND key = ?)"] * len(keys))
+            query = "SELECT namespace, key, value FROM kv WHERE " + _any_of(len(keys))
             rows = self._db.execute(query, [part for pair in keys for part in pair]).fetchall()
             texts = dict.fromkeys(keys)
             texts.update(((namespace, key), text) for namespace, key, text in rows)
