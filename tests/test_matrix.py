@@ -21,7 +21,9 @@ import pytest
 from nio.crypto.attachments import decrypt_attachment
 
 from character_script import v5_character_session
+from coterie.render.elements import Private, Text
 from coterie_matrix.bot import LoginFailed
+from coterie_matrix.content import Target
 from coterie_matrix.formatting import KEYCAPS, PART_BYTES
 from matrix_helpers import (
     PNG,
@@ -792,6 +794,52 @@ async def test_npc_trackers_go_to_the_storytellers_direct_room_and_log_lines_ren
     assert f"{name} Lise: Health [.......] Healthy → [/......] Bruised" in log["body"]
     assert f"{name} changed a tracker in secret" in log["body"]
     assert f"<strong>{name}</strong> changed a tracker in secret" in log["formatted_body"]
+
+
+async def test_a_users_private_parts_go_out_in_the_order_they_were_started(
+    synapse, bot, player, tmp_path
+):
+    """The first private part to a user waits while its new direct room comes through the
+    sync; a part started meanwhile (the next command's) waits for it instead of overtaking it.
+    Deterministic: the first part is held in that wait until the second has had every chance
+    to go out (the race a loaded machine once lost in the test above)."""
+    adapter = make_adapter(make_core(), synapse, bot, tmp_path / "store")
+    async with serving(adapter):
+        room = await joined_room(player, bot)
+        matrix = adapter.bot
+        assert matrix is not None
+        held, waiting = asyncio.Event(), asyncio.Event()
+        until_known, send = matrix._until_known, matrix.send
+        sent: list[str] = []
+
+        async def known_then_held(*args: Any, **kwargs: Any) -> None:
+            await until_known(*args, **kwargs)  # the room is known now: the race is open
+            waiting.set()
+            await held.wait()
+
+        async def recorded(room_id: str, kind: str, body: dict[str, Any], txn: str) -> Any:
+            event = await send(room_id, kind, body, txn)
+            sent.append(str(body.get("body")))
+            return event
+
+        matrix._until_known = known_then_held  # type: ignore[method-assign]
+        matrix.send = recorded  # type: ignore[method-assign]
+        target = Target(room_id=room, reply_to="")
+        parts = [Private(player.user_id, [Text(word)]) for word in ("first", "second")]
+        first = asyncio.create_task(matrix._deliver_private(parts[0], target, "order-1"))
+        await asyncio.wait_for(waiting.wait(), WAIT_SECONDS)
+        second = asyncio.create_task(matrix._deliver_private(parts[1], target, "order-2"))
+        for _ in range(50):  # a second part that could overtake has gone out well within 1 s
+            if sent:
+                break
+            await asyncio.sleep(0.02)
+        overtaken = list(sent)
+        held.set()
+        await asyncio.wait_for(asyncio.gather(first, second), WAIT_SECONDS)
+        mine = await direct_from(player, bot, {room})
+        await player.wait_for(lambda s: len(notices_in(player, bot, mine)) >= 2, "two parts")
+    assert overtaken == [] and sent == ["first", "second"]
+    assert [s.content["body"] for s in notices_in(player, bot, mine)] == ["first", "second"]
 
 
 # --- catching up after an absence ----------------------------------------------------------------
