@@ -248,10 +248,15 @@ def main() -> None:
         print(f"  {name:<44} {seconds * 1e6:7.1f}")
     print(
         "# in place: the whole message through `handle`, its `!roll` handler doing more at each"
-        " step (median µs per message; what each step adds):"
+        " step (median µs per message, then what the step adds; memory store, SQLite store):"
     )
-    for name, seconds, added in in_place(app, loop, batch // 2, repeats):
-        print(f"  {name:<52} {seconds * 1e6:7.1f}  {added * 1e6:+7.1f}")
+    on_memory = in_place(app, loop, batch // 2, repeats)
+    on_file = in_place(on_sqlite, loop, batch // 2, repeats)
+    for (name, seconds, added), (_, lite, lite_added) in zip(on_memory, on_file, strict=True):
+        print(
+            f"  {name:<52} {seconds * 1e6:7.1f}  {added * 1e6:+7.1f}"
+            f"   {lite * 1e6:7.1f}  {lite_added * 1e6:+7.1f}"
+        )
     loop.run_until_complete(on_sqlite.stop())
     loop.close()
     folder.cleanup()

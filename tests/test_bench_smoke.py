@@ -34,14 +34,16 @@ def test_core_roll_prints_the_ratio_and_the_breakdown():
     assert re.search(r"ratio coterie SQLite store / memory store: [0-9.]+x", out)
     for stage in ("room settings", "parse + build request", "encode Markdown"):
         assert re.search(rf"{re.escape(stage)}.* [0-9.]+\n", out), stage
-    # in place: seven steps, each the one before plus what it adds (up to rounding)
-    steps = re.findall(r"^  [+a-z].{50} +([0-9.]+) +([+-][0-9.]+)$", out, re.M)
+    # in place, on each store: seven steps, each the one before plus what it adds (to rounding)
+    number = r" +([0-9.]+) +([+-][0-9.]+)"
+    steps = re.findall(rf"^  [+a-z].{{50}}{number}{number}$", out, re.M)
     assert len(steps) == 7, out
-    whole = [float(total) for total, _ in steps]
-    added = [float(more) for _, more in steps]
-    assert whole[0] == added[0]
-    for before, after, more in zip(whole, whole[1:], added[1:], strict=False):
-        assert abs(before + more - after) <= 0.11, (before, more, after)
+    for store in (0, 2):  # the memory store's columns, the SQLite store's
+        whole = [float(step[store]) for step in steps]
+        added = [float(step[store + 1]) for step in steps]
+        assert whole[0] == added[0]
+        for before, after, more in zip(whole, whole[1:], added[1:], strict=False):
+            assert abs(before + more - after) <= 0.11, (store, before, more, after)
 
 
 def test_core_roll_in_several_processes_reports_the_median_and_each_ratio():
