@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from coterie_console import ConsoleAdapter
+from coterie_console.early import ERASE_LINE
 
 
 class FakeTTY(io.StringIO):
@@ -251,6 +252,34 @@ def test_terminal_console_completes_commands_and_ctrl_c_leaves(coterie_cli, chat
     assert term.close() == 0
     assert "Traceback" not in term.out
     assert term.out.count("bye") == 1
+
+
+#: what prompt_toolkit writes first when its prompt starts (bracketed paste on)
+EDITOR_STARTS = "\x1b[?2004h"
+
+
+def test_the_prompt_shows_before_the_line_editor_and_keys_typed_meanwhile_are_kept(
+    coterie_cli, chat_env, root
+):
+    """Issue 18: a terminal chat writes its prompt before prompt_toolkit (~0.1 s to import) is
+    ready. Keys typed meanwhile are not echoed by the terminal; the editor reads them as typed
+    ahead, so the command runs, once, and shows once."""
+    term = Terminal([*coterie_cli, "chat", "--seed", "1", "--user", "ana"], chat_env, root)
+    term.wait_for("ana> ")
+    assert EDITOR_STARTS not in term.out  # typed below while the editor is still loading
+    term.type("!roll 3 6\r")
+    term.wait_for("3 dice, difficulty 6")
+    term.mark = term.out.rindex("3 dice, difficulty 6")
+    term.wait_for("ana>")
+    term.type("\x04")  # Ctrl-D at the prompt: bye
+    term.wait_for("bye")
+    assert term.close() == 0
+    plain = term.out.index("ana> ")
+    erased = term.out.index(ERASE_LINE, plain)
+    assert plain < erased < term.out.index(EDITOR_STARTS)  # the plain prompt, then the editor's
+    assert "!roll" not in term.out[plain:erased]  # the terminal did not echo the keys meanwhile
+    assert term.out.count("3 dice, difficulty 6") == 1
+    assert "Traceback" not in term.out
 
 
 def test_piped_chat_ctrl_c_while_waiting_for_input(coterie_cli, chat_env, root):

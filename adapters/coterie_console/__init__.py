@@ -33,6 +33,7 @@ from coterie.render.encode import to_plain
 from coterie.storage import characters
 from coterie_console.ansi import ANSI
 from coterie_console.complete import CONSOLE_COMMANDS, completer, sheet_names, template_names
+from coterie_console.early import prompt_while_loading
 
 if TYPE_CHECKING:
     from coterie.framework.app import Coterie
@@ -256,17 +257,19 @@ class ConsoleAdapter(Adapter):
             return None
 
     async def _new_session(self) -> Any:
-        from prompt_toolkit import PromptSession
+        # the prompt shows at once; the line editor loads behind it (coterie_console.early)
+        with prompt_while_loading(self.stdin, self._write, self.prompt()):
+            from prompt_toolkit import PromptSession
 
-        history = Path(
-            self.settings.get("history_file") or Path.home() / ".coterie_history"
-        ).expanduser()
-        return PromptSession(
-            history=_BoundedHistory(str(history)),
-            completer=completer(*await self.completion_words()),
-            complete_while_typing=False,
-            color_depth=None if self.color else _monochrome(),
-        )
+            history = Path(
+                self.settings.get("history_file") or Path.home() / ".coterie_history"
+            ).expanduser()
+            return PromptSession(
+                history=_BoundedHistory(str(history)),
+                completer=completer(*await self.completion_words()),
+                complete_while_typing=False,
+                color_depth=None if self.color else _monochrome(),
+            )
 
     async def completion_words(self) -> tuple[list[str], list[str]]:
         """What the prompt completes now: the room's commands, and the Traits of its rule set

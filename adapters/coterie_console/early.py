@@ -1,0 +1,58 @@
+"""The prompt at once, before the line editor is ready.
+
+prompt_toolkit (history, completion, colours) takes ~0.1 s to import, longer than everything
+else a start does after the banner. So a terminal chat writes its prompt first, plainly, and
+loads the editor behind it: keys typed meanwhile wait in the terminal's input buffer, unseen
+(its echo is off until then), and the editor reads them as typed ahead and shows them when it
+draws its own prompt over the plain one. Nothing typed is lost or shown twice."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator
+from typing import IO, Any
+
+#: back to the start of the line, and the line cleared: the editor draws its prompt there
+ERASE_LINE = "\r\x1b[2K"
+
+
+@contextlib.contextmanager
+def prompt_while_loading(
+    stdin: IO[str], write: Callable[[str], None], prompt: str
+) -> Iterator[None]:
+    """Write ``prompt`` now, with the terminal's echo off for as long as the block runs (while
+    the line editor loads); then the echo as it was, and the line erased for the editor."""
+    attributes = _echo_off(stdin)
+    try:
+        write(prompt)
+        yield
+    finally:
+        if attributes is not None:
+            _restore(stdin, attributes)
+        write(ERASE_LINE)
+
+
+def _echo_off(stdin: IO[str]) -> list[Any] | None:
+    """Turn the terminal's echo off; its attributes before, or ``None`` if it has none (not a
+    terminal, or no ``termios`` here)."""
+    try:
+        import termios
+    except ImportError:
+        return None
+    try:
+        fd = stdin.fileno()
+        before: list[Any] = termios.tcgetattr(fd)
+        quiet = list(before)
+        quiet[3] = before[3] & ~termios.ECHO  # (the local modes)
+        # TCSANOW, as prompt_toolkit does: nothing typed is flushed
+        termios.tcsetattr(fd, termios.TCSANOW, quiet)
+    except (termios.error, OSError, ValueError):
+        return None
+    return before
+
+
+def _restore(stdin: IO[str], attributes: list[Any]) -> None:
+    import termios
+
+    with contextlib.suppress(termios.error, OSError, ValueError):
+        termios.tcsetattr(stdin.fileno(), termios.TCSANOW, attributes)
