@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import select
 import statistics
 import subprocess
 import sys
@@ -69,6 +70,51 @@ def first_answer(argv: list[str], env: dict[str, str], cwd: str) -> tuple[float,
     process.stdin.close()
     process.wait(timeout=30)
     return elapsed, cpu
+
+
+#: what prompt_toolkit writes when its prompt starts (bracketed paste on)
+EDITOR_STARTS = b"\x1b[?2004h"
+#: a cursor position request, and a terminal's answer to it (prompt_toolkit asks one)
+WHERE_AM_I, HERE = b"\x1b[6n", b"\x1b[1;1R"
+
+
+def on_terminal(argv: list[str], env: dict[str, str], cwd: str) -> tuple[float, float, float]:
+    """``argv`` (a chat) on a pseudo-terminal, answered as a terminal answers: seconds from its
+    start to its prompt (``lynn>`` written: from then on, keys typed are kept), to its line
+    editor's own prompt (history and completion work from then on), and the CPU seconds used
+    by then. Left with Ctrl-D."""
+    master, slave = os.openpty()
+    began = time.perf_counter()
+    process = subprocess.Popen(
+        argv, stdin=slave, stdout=slave, stderr=slave, env={**env, "TERM": "xterm"}, cwd=cwd
+    )
+    os.close(slave)
+    out = b""
+    prompt = editor = None
+    try:
+        while editor is None and time.perf_counter() - began < 30:
+            ready, _, _ = select.select([master], [], [], 0.5)
+            if not ready:
+                continue
+            chunk = os.read(master, 65536)
+            now = time.perf_counter() - began
+            out += chunk
+            if WHERE_AM_I in chunk:
+                os.write(master, HERE)
+            if prompt is None and b"lynn>" in out:
+                prompt = now
+            started = out.find(EDITOR_STARTS)
+            if started >= 0 and b"lynn>" in out[started:]:
+                editor = now
+        assert prompt is not None and editor is not None, out[-500:]
+        cpu = cpu_seconds(process.pid)
+        os.write(master, b"\x04")  # Ctrl-D: bye
+        process.wait(timeout=30)
+    finally:
+        if process.poll() is None:
+            process.kill()
+        os.close(master)
+    return prompt, editor, cpu
 
 
 def bare(argv: list[str], env: dict[str, str], cwd: str) -> tuple[float, float]:
@@ -114,9 +160,14 @@ def main() -> None:
             commands["before"] = ([args.before, *chat[1:]], env)
             first_answer(commands["before"][0], env, folder)  # its bytecode, not timed
         sides: dict[str, list[tuple[float, float]]] = {name: [] for name in [*commands, "python"]}
+        terminal: dict[str, list[tuple[float, float, float]]] = {"sqlite": []}
+        if args.before:
+            terminal["before"] = []
         for _ in range(args.runs):  # the sides take turns, so load changes hit them alike
             for name, (argv, side_env) in commands.items():
                 sides[name].append(first_answer(argv, side_env, folder))
+                if name in terminal:
+                    terminal[name].append(on_terminal(argv, side_env, folder))
             sides["python"].append(bare([sys.executable, "-c", "pass"], env, folder))
     wall = {k: statistics.median(w for w, _ in v) for k, v in sides.items()}
     cpu = {k: statistics.median(c for _, c in v) for k, v in sides.items()}
@@ -133,12 +184,25 @@ def main() -> None:
     for key, label in rows:
         if key in wall:
             print(f"{label + ':':<62} {wall[key] * 1e3:7.1f} ms  (CPU {cpu[key] * 1e3:6.1f} ms)")
+    for key, who in (("sqlite", "coterie chat"), ("before", f"{args.before} (before)")):
+        if key not in terminal:
+            continue
+        prompt, editor, used = (
+            statistics.median(run[i] for run in terminal[key]) for i in range(3)
+        )
+        print(f"{who + ' on a terminal, SQLite, to the prompt:':<62} {prompt * 1e3:7.1f} ms")
+        print(
+            f"{who + ' on a terminal, to the line editor:':<62} {editor * 1e3:7.1f} ms"
+            f"  (CPU {used * 1e3:6.1f} ms)"
+        )
     print(f"{'first start (creates and migrates the database):':<62} {first * 1e3:7.1f} ms")
     sqlite, memory, python = wall["sqlite"], wall["memory"], wall["python"]
+    to_prompt = statistics.median(run[0] for run in terminal["sqlite"])
     print(
         f"ratio SQLite / memory store: {sqlite / memory:.2f}x; SQLite / bare interpreter: "
-        f"{sqlite / python:.1f}x   # target: SQLite <= 200 ms"
+        f"{sqlite / python:.1f}x"
     )
+    print(f"to the chat prompt on a terminal: {to_prompt * 1e3:.1f} ms   # target: <= 200 ms")
     if "before" in wall:
         print(
             f"ratio after / before: {sqlite / wall['before']:.2f}x wall, "

@@ -98,6 +98,12 @@ def test_startup_prints_the_times_and_ratios():
     out = run_bench(str(BENCH / "startup.py"), "--runs", "1")
     assert re.search(r"SQLite at the current schema, to first answer:\s+[0-9.]+ ms", out)
     assert re.search(r"ratio SQLite / memory store: [0-9.]+x; SQLite / bare interpreter", out)
+    # on a terminal: the prompt, then the line editor (never before the prompt)
+    prompt = re.search(r"on a terminal, SQLite, to the prompt:\s+([0-9.]+) ms", out)
+    editor = re.search(r"on a terminal, to the line editor:\s+([0-9.]+) ms", out)
+    assert prompt and editor, out
+    assert float(prompt.group(1)) <= float(editor.group(1))
+    assert f"to the chat prompt on a terminal: {prompt.group(1)} ms" in out
 
 
 def test_pg_round_trips_counts_them():
