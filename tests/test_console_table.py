@@ -6,6 +6,7 @@ prompt completes command names; NO_COLOR turns colour off."""
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import io
 import os
 import re
@@ -13,6 +14,7 @@ import select
 import signal
 import subprocess
 import sys
+import termios
 import time
 from pathlib import Path
 
@@ -196,11 +198,21 @@ def test_prompt_toolkit_is_imported_only_for_a_terminal(coterie_cli, cli_env, ro
 class Terminal:
     """``coterie ...`` on a pseudo-terminal: what it writes, and keys typed into it."""
 
-    def __init__(self, argv: list[str], env: dict[str, str], cwd) -> None:
+    def __init__(self, argv: list[str], env: dict[str, str], cwd, *, controlling=False) -> None:
+        """``controlling``: the terminal is the process's controlling terminal, as a shell's is
+        (Ctrl-C typed while the terminal itself reads keys is then a SIGINT)."""
         self.master, slave = os.openpty()
         env = {**env, "TERM": "xterm", "PROMPT_TOOLKIT_NO_CPR": "1"}
         self.process = subprocess.Popen(
-            argv, stdin=slave, stdout=slave, stderr=slave, env=env, cwd=cwd, close_fds=True
+            argv,
+            stdin=slave,
+            stdout=slave,
+            stderr=slave,
+            env=env,
+            cwd=cwd,
+            close_fds=True,
+            start_new_session=controlling,
+            preexec_fn=(lambda: fcntl.ioctl(0, termios.TIOCSCTTY, 0)) if controlling else None,
         )
         os.close(slave)
         self.out = ""
@@ -263,7 +275,7 @@ def test_the_prompt_shows_before_the_line_editor_and_keys_typed_meanwhile_are_ke
 ):
     """Issue 18: a terminal chat writes its prompt before prompt_toolkit (~0.1 s to import) is
     ready. Keys typed meanwhile are not echoed by the terminal; the editor reads them as typed
-    ahead, so the command runs, once, and shows once."""
+    ahead, so the command runs, once, and shows once; the terminal is left as it was."""
     term = Terminal([*coterie_cli, "chat", "--seed", "1", "--user", "ana"], chat_env, root)
     term.wait_for("ana> ")
     assert EDITOR_STARTS not in term.out  # typed below while the editor is still loading
@@ -280,6 +292,28 @@ def test_the_prompt_shows_before_the_line_editor_and_keys_typed_meanwhile_are_ke
     assert "!roll" not in term.out[plain:erased]  # the terminal did not echo the keys meanwhile
     assert term.out.count("3 dice, difficulty 6") == 1
     assert "Traceback" not in term.out
+
+
+@pytest.mark.parametrize(
+    ("key", "said"), [("\x04", "bye"), ("\x03", "(interrupted) bye")], ids=["ctrl-d", "ctrl-c"]
+)
+def test_ctrl_d_or_ctrl_c_typed_before_the_line_editor_is_ready_leaves(
+    key, said, coterie_cli, chat_env, root
+):
+    """Ctrl-D at the plain prompt reaches the editor as typed (the terminal edits no line
+    meanwhile, so it is no end of input the editor never sees); Ctrl-C is a SIGINT, as ever.
+    Either way: one line, status 0, and the terminal's echo and line editing as they were."""
+    argv = [*coterie_cli, "chat", "--seed", "1", "--user", "ana"]
+    term = Terminal(argv, chat_env, root, controlling=True)
+    term.wait_for("ana> ")
+    assert EDITOR_STARTS not in term.out
+    term.type(key)
+    term.wait_for(said)
+    assert term.process.wait(30) == 0
+    local = termios.tcgetattr(term.master)[3]
+    assert local & termios.ECHO and local & termios.ICANON
+    term.close()
+    assert term.out.count("bye") == 1 and "Traceback" not in term.out
 
 
 def test_piped_chat_ctrl_c_while_waiting_for_input(coterie_cli, chat_env, root):

@@ -2,9 +2,11 @@
 
 prompt_toolkit (history, completion, colours) takes ~0.1 s to import, longer than everything
 else a start does after the banner. So a terminal chat writes its prompt first, plainly, and
-loads the editor behind it: keys typed meanwhile wait in the terminal's input buffer, unseen
-(its echo is off until then), and the editor reads them as typed ahead and shows them when it
-draws its own prompt over the plain one. Nothing typed is lost or shown twice."""
+loads the editor behind it. Meanwhile the terminal neither echoes nor edits what is typed (echo
+and line editing off, as the editor itself will have them; Ctrl-C still interrupts): every key
+waits in its input buffer as it was pressed, Enter, Backspace and Ctrl-D included, and the
+editor reads them as typed ahead when it draws its own prompt over the plain one. Nothing typed
+is lost or shown twice."""
 
 from __future__ import annotations
 
@@ -20,8 +22,9 @@ ERASE_LINE = "\r\x1b[2K"
 def prompt_while_loading(
     stdin: IO[str], write: Callable[[str], None], prompt: str
 ) -> Iterator[None]:
-    """Write ``prompt`` now, with the terminal's echo off for as long as the block runs (while
-    the line editor loads); then the echo as it was, and the line erased for the editor."""
+    """Write ``prompt`` now, with the terminal's echo and line editing off for as long as the
+    block runs (while the line editor loads); then both as they were, and the line erased for
+    the editor."""
     attributes = _echo_off(stdin)
     try:
         write(prompt)
@@ -33,8 +36,8 @@ def prompt_while_loading(
 
 
 def _echo_off(stdin: IO[str]) -> list[Any] | None:
-    """Turn the terminal's echo off; its attributes before, or ``None`` if it has none (not a
-    terminal, or no ``termios`` here)."""
+    """Turn the terminal's echo and line editing off; its attributes before, or ``None`` if it
+    has none (not a terminal, or no ``termios`` here)."""
     try:
         import termios
     except ImportError:
@@ -43,7 +46,9 @@ def _echo_off(stdin: IO[str]) -> list[Any] | None:
         fd = stdin.fileno()
         before: list[Any] = termios.tcgetattr(fd)
         quiet = list(before)
-        quiet[3] = before[3] & ~termios.ECHO  # (the local modes)
+        # no echo, and no line editing: keys stay as pressed (a Ctrl-D at the start of a line
+        # edited by the terminal would be an end of input the editor never sees)
+        quiet[3] = before[3] & ~(termios.ECHO | termios.ICANON)  # (the local modes)
         # TCSANOW, as prompt_toolkit does: nothing typed is flushed
         termios.tcsetattr(fd, termios.TCSANOW, quiet)
     except (termios.error, OSError, ValueError):
