@@ -1,13 +1,16 @@
-"""Start-up benchmark: from starting ``coterie chat`` to its first answer, on a current schema.
+"""Start-up benchmark: from starting ``coterie chat`` to its prompt and its first answer, on a
+current schema.
 
 ``coterie chat`` (piped) is started on a config whose SQLite database already exists at the
 newest schema (the usual restart), is sent ``!roll 3`` and timed until the roll's footer line
 comes back: the interpreter, the imports, the plugins, opening the store, the first command.
 Peers in the same run: the bare interpreter (``python -c pass``) and ``coterie chat`` on the
-memory store (``memory://``: no database at all). Issue 18's target: <= 200 ms with a current
-schema. The first run (which creates and migrates the database) is timed and shown apart.
-``--before BIN`` adds another install's ``coterie`` script (e.g. the main branch's checkout) as a
-side taking turns with the others, on the same database.
+memory store (``memory://``: no database at all). The same ``coterie chat`` also starts on a
+pseudo-terminal (answered as a terminal answers), timed to its prompt and to its line editor's
+own prompt: issue 18's target, <= 200 ms to the chat prompt with a current schema. The first run
+(which creates and migrates the database) is timed and shown apart. ``--before BIN`` adds another
+install's ``coterie`` script (e.g. the main branch's checkout) as a side taking turns with the
+others, on the same database, piped and on a terminal.
 
 Each start's CPU time (user + system, read from ``/proc`` when the answer arrives) is shown beside
 its wall time: on a shared machine it moves less with the load.

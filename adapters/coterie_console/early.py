@@ -25,7 +25,7 @@ def prompt_while_loading(
     """Write ``prompt`` now, with the terminal's echo and line editing off for as long as the
     block runs (while the line editor loads); then both as they were, and the line erased for
     the editor."""
-    attributes = _echo_off(stdin)
+    attributes = _quiet(stdin)
     try:
         write(prompt)
         yield
@@ -35,7 +35,7 @@ def prompt_while_loading(
         write(ERASE_LINE)
 
 
-def _echo_off(stdin: IO[str]) -> list[Any] | None:
+def _quiet(stdin: IO[str]) -> list[Any] | None:
     """Turn the terminal's echo and line editing off; its attributes before, or ``None`` if it
     has none (not a terminal, or no ``termios`` here)."""
     try:
