@@ -3,7 +3,8 @@
 coterie: ``Coterie.handle`` as an adapter calls it — room settings, routing, rate limiting, parse
 the message -> build the request -> roll (OS RNG) -> evaluate -> log the roll (with its expected
 successes) -> render the reply tree -> reply-size limit -> metrics and the chat log line — then
-encode the reply as plain text and as Markdown. Peer: Avrae's d20 library, which only parses and
+encode the reply as plain text and as Markdown (a further side stops at the reply tree, as
+issue 18 measured: through ``handle`` alone). Peer: Avrae's d20 library, which only parses and
 rolls. Floor: os.urandom for 7 bytes. Prints medians of repeated timed batches, the ratio, and
 where coterie's time goes (each stage timed on its own).
 
@@ -119,7 +120,7 @@ def sqlite_store(loop: asyncio.AbstractEventLoop, folder: str) -> Any:
 
 
 #: the figures one process measures, in the order :func:`measure` returns them
-SIDES = ("ours", "peer", "blocking", "entropy", "sqlite")
+SIDES = ("ours", "peer", "blocking", "entropy", "sqlite", "handle")
 
 
 def measure(batch: int, repeats: int) -> dict[str, float]:
@@ -149,6 +150,11 @@ def measure(batch: int, repeats: int) -> dict[str, float]:
     def coterie_blocking() -> str:
         return loop.run_until_complete(coterie_awaited())
 
+    async def handle_alone() -> object:  # the reply tree, not encoded (how issue 18 measured)
+        reply = await app.handle(next_message())
+        assert reply is not None and not reply.is_error, reply
+        return reply
+
     def d20_roll() -> object:
         return d20.roll("7d10")
 
@@ -160,8 +166,8 @@ def measure(batch: int, repeats: int) -> dict[str, float]:
         loop.run_until_complete(coterie_sqlite())
     figures = interleaved(
         loop,
-        [coterie_awaited, d20_roll, coterie_blocking, floor, coterie_sqlite],
-        [True, False, False, False, True],
+        [coterie_awaited, d20_roll, coterie_blocking, floor, coterie_sqlite, handle_alone],
+        [True, False, False, False, True, True],
         batch,
         repeats,
     )
@@ -207,7 +213,7 @@ def main() -> None:
         if args.processes <= 1
         else in_processes(args.processes, args.quick)
     )
-    ours, peer, blocking, entropy, sqlite = (
+    ours, peer, blocking, entropy, sqlite, alone = (
         statistics.median(run[side] for run in runs) for side in SIDES
     )
 
@@ -218,6 +224,7 @@ def main() -> None:
     print(f"coterie !roll 7 6, awaited in a running loop:        {ours * 1e6:8.1f} µs")
     print(f"coterie !roll 7 6, loop.run_until_complete per call: {blocking * 1e6:8.1f} µs")
     print(f"coterie !roll 7 6 on the SQLite store, awaited:      {sqlite * 1e6:8.1f} µs")
+    print(f"coterie !roll 7 6 through handle alone (no encoding): {alone * 1e6:7.1f} µs")
     print(f"d20.roll('7d10') (parse+roll):                       {peer * 1e6:8.1f} µs")
     print(f"os.urandom(7) (entropy floor):                       {entropy * 1e6:8.1f} µs")
     to_d20 = [run["ours"] / run["peer"] for run in runs]
@@ -226,6 +233,8 @@ def main() -> None:
         f"ratio coterie (memory store) / d20: {statistics.median(to_d20):.2f}x awaited, "
         f"{blocking / peer:.2f}x blocking   # target <= 4x"
     )
+    alone_to_d20 = statistics.median(run["handle"] / run["peer"] for run in runs)
+    print(f"ratio through handle alone (as issue 18 measured it) / d20: {alone_to_d20:.2f}x")
     print(
         f"ratio coterie SQLite store / memory store: {statistics.median(to_memory):.2f}x"
         "   # target <= 1.5x"

@@ -32,6 +32,7 @@ def test_core_roll_prints_the_ratio_and_the_breakdown():
         r"ratio coterie \(memory store\) / d20: [0-9.]+x awaited, [0-9.]+x blocking", out
     )
     assert re.search(r"ratio coterie SQLite store / memory store: [0-9.]+x", out)
+    assert re.search(r"ratio through handle alone \(as issue 18 measured it\) / d20: [0-9.]+x", out)
     for stage in ("room settings", "parse + build request", "encode Markdown"):
         assert re.search(rf"{re.escape(stage)}.* [0-9.]+\n", out), stage
     # in place, on each store: seven steps, each the one before plus what it adds (to rounding)
