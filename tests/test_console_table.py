@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from coterie_console import ConsoleAdapter
-from coterie_console.early import ERASE_LINE
+from coterie_console.early import ERASE_LINE, prompt_while_loading
 
 
 class FakeTTY(io.StringIO):
@@ -314,6 +314,22 @@ def test_ctrl_d_or_ctrl_c_typed_before_the_line_editor_is_ready_leaves(
     assert local & termios.ECHO and local & termios.ICANON
     term.close()
     assert term.out.count("bye") == 1 and "Traceback" not in term.out
+
+
+@pytest.mark.parametrize(
+    ("term", "written"), [("xterm", ["ana> ", ERASE_LINE]), ("dumb", []), ("unknown", [])]
+)
+def test_the_plain_prompt_and_its_erasing_wait_for_a_terminal_that_has_them(
+    term, written, monkeypatch
+):
+    """A dumb terminal understands no erasing: there the prompt waits for the editor, which
+    writes its own plain one. Without terminal modes to change (no terminal behind ``stdin``),
+    the prompt is still written first."""
+    monkeypatch.setenv("TERM", term)
+    out: list[str] = []
+    with prompt_while_loading(io.StringIO(), out.append, "ana> "):
+        assert out == written[:1]
+    assert out == written
 
 
 def test_piped_chat_ctrl_c_while_waiting_for_input(coterie_cli, chat_env, root):

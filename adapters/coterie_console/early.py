@@ -11,11 +11,15 @@ is lost or shown twice."""
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Callable, Iterator
 from typing import IO, Any
 
 #: back to the start of the line, and the line cleared: the editor draws its prompt there
 ERASE_LINE = "\r\x1b[2K"
+#: terminals that understand no such sequence (prompt_toolkit's ``is_dumb_terminal``): the prompt
+#: waits for the editor there, as before
+DUMB_TERMINALS = ("dumb", "unknown")
 
 
 @contextlib.contextmanager
@@ -25,6 +29,9 @@ def prompt_while_loading(
     """Write ``prompt`` now, with the terminal's echo and line editing off for as long as the
     block runs (while the line editor loads); then both as they were, and the line erased for
     the editor."""
+    if os.environ.get("TERM", "").lower() in DUMB_TERMINALS:
+        yield  # no line to erase there: the editor writes its plain prompt itself
+        return
     attributes = _quiet(stdin)
     try:
         write(prompt)
