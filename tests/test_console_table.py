@@ -275,7 +275,7 @@ def test_the_prompt_shows_before_the_line_editor_and_keys_typed_meanwhile_are_ke
 ):
     """Issue 18: a terminal chat writes its prompt before prompt_toolkit (~0.1 s to import) is
     ready. Keys typed meanwhile are not echoed by the terminal; the editor reads them as typed
-    ahead, so the command runs, once, and shows once; the terminal is left as it was."""
+    ahead, so the command runs, once, and shows once."""
     term = Terminal([*coterie_cli, "chat", "--seed", "1", "--user", "ana"], chat_env, root)
     term.wait_for("ana> ")
     assert EDITOR_STARTS not in term.out  # typed below while the editor is still loading
