@@ -281,6 +281,30 @@ async def test_ties_are_rolled_off_until_they_break() -> None:
     assert "Alice (Dex+Wits 4 + 5 = 9, tie roll 7 2)" in listing
 
 
+def _order(listing: str) -> list[str]:
+    return [line.split(". ")[1].split(" (")[0] for line in listing.splitlines() if ". " in line]
+
+
+async def test_one_who_joins_a_tie_already_rolled_off_rolls_off_too() -> None:
+    # 001 Initiative: sides equal on every comparison roll one die each, again while tied. The
+    # newcomer's die is compared with the others' first tie dice; their settled order stands
+    t = await claimed("d6")
+    await t.ok("st", "!init add A P4 M3 hunter")
+    t.faces(2, 5)
+    assert _order(await t.ok("st", "!init add B P4 M3 hunter")) == ["B", "A"]
+    t.faces(3)
+    listing = await t.ok("st", "!init add C P4 M3 hunter")
+    assert _order(listing) == ["B", "C", "A"]
+    assert "C (P4 M3 Hunter's Instinct, tie roll 3)" in listing
+    t.faces(5, 1, 6)  # D ties B's 5: the two roll again, D's 6 beats B's 1
+    listing = await t.ok("st", "!init add D P4 M3 hunter")
+    assert _order(listing) == ["D", "B", "C", "A"]
+    assert "D (P4 M3 Hunter's Instinct, tie roll 5 6)" in listing
+    assert "B (P4 M3 Hunter's Instinct, tie roll 5 1)" in listing
+    t.faces(1)  # below everyone's first tie die: last, nobody else rolls
+    assert _order(await t.ok("st", "!init add E P4 M3 hunter")) == ["D", "B", "C", "A", "E"]
+
+
 async def test_d6_initiative_follows_the_document_example() -> None:
     t = await claimed("d6")
     # a bare !initiative (or !init) is the tracker's; with sides it is d6's one-message ordering

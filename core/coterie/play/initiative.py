@@ -41,24 +41,48 @@ def _state(ctx: CommandContext) -> RoomState:
 
 def _ordered(ctx: CommandContext, entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """``entries`` by key, highest first; combatants with equal keys roll one die apiece (kept as
-    their ``rolloff``) until each group is told apart."""
-    groups: dict[tuple[int, ...], list[dict[str, Any]]] = {}
-    for entry in entries:
-        groups.setdefault(tuple(entry["key"]) + tuple(entry.get("rolloff", [])), []).append(entry)
+    their ``rolloff``) until each is told apart from the others with that key.
+
+    One who joins later, tied on the key with combatants whose tie was already rolled off, rolls
+    as they did, one die at a time, and is compared with their dice at the same depth: ``A``
+    (tie roll 2) and ``B`` (tie roll 5), then ``C`` rolls 3 and goes between them; had ``C`` rolled
+    5, ``B`` and ``C`` would roll again. The order already settled between the others stands."""
     rounds = 0
-    while any(len(group) > 1 for group in groups.values()) and rounds < MAX_ROLLOFFS:
+    while rounds < MAX_ROLLOFFS:
+        behind = _still_tied(entries)
+        if not behind:
+            break
         rounds += 1
-        settled: dict[tuple[int, ...], list[dict[str, Any]]] = {}
-        for key, group in groups.items():
-            if len(group) == 1:
-                settled[key] = group
-                continue
-            faces = ctx.dice.roll(len(group), ctx.variant.sides)
-            for entry, face in zip(group, faces, strict=True):
-                entry["rolloff"] = [*entry.get("rolloff", []), face]
-                settled.setdefault((*key, face), []).append(entry)
-        groups = settled
-    return [entry for key in sorted(groups, reverse=True) for entry in groups[key]]
+        faces = ctx.dice.roll(len(behind), ctx.variant.sides)
+        for entry, face in zip(behind, faces, strict=True):
+            entry["rolloff"] = [*entry.get("rolloff", []), face]
+
+    def rank(entry: dict[str, Any]) -> tuple[int, ...]:
+        return (*entry["key"], *entry.get("rolloff", []))
+
+    return sorted(entries, key=rank, reverse=True)  # (stable: still tied, in the order they came)
+
+
+def _still_tied(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The combatants who must roll one more tie die, in the order they came: each whose key and
+    tie rolls so far equal another's (a tie not yet broken), or are only the start of another's
+    with the same key (it has not yet rolled as far as the others it is tied with)."""
+    by_key: dict[tuple[int, ...], list[dict[str, Any]]] = {}
+    for entry in entries:
+        by_key.setdefault(tuple(entry["key"]), []).append(entry)
+    behind: list[dict[str, Any]] = []
+    for group in by_key.values():
+        if len(group) < 2:
+            continue
+        rolls = [tuple(entry.get("rolloff", [])) for entry in group]
+        for index, mine in enumerate(rolls):
+            if any(
+                other[: len(mine)] == mine and (other == mine or len(other) > len(mine))
+                for at, other in enumerate(rolls)
+                if at != index
+            ):
+                behind.append(group[index])
+    return behind
 
 
 def _lines(fight: dict[str, Any]) -> list[Node]:
