@@ -338,6 +338,19 @@ async def test_a_d6_seesaw_contest_goes_on_turn_by_turn() -> None:
     assert "Contest over: Max wins" in await t.ok("eve", "!resist 2")
 
 
+async def test_a_d6_contest_is_rolled_at_the_challengers_difficulty_only() -> None:
+    # 001 Contests: the opponent rolls against the same difficulty as the player who acts
+    t = Table("d6")
+    await t.ok("max", "!contest @eve 2")  # the default difficulty, 4
+    assert "the challenger's difficulty" in await t.error("eve", "!resist 2 6")
+    t.faces(4, 4, 1, 1)
+    out = await t.ok("eve", "!resist 2")
+    assert "difficulty 4" in out and "Contest over: Max wins" in out
+    await t.ok("max", "!contest @eve 2 5")
+    t.faces(1, 1, 5, 5)
+    assert "Contest over: Eve wins" in await t.ok("eve", "!resist 2 5")  # the same, said again
+
+
 async def test_contests_lapse_can_be_cancelled_and_need_the_right_person(monkeypatch) -> None:
     t = Table()
     await t.ok("alice", "!contest @bob 3 6")

@@ -151,6 +151,16 @@ async def test_ask_with_margin_and_a_failure_in_v5() -> None:
     assert "fails (margin -1)." in room
 
 
+async def test_a_d6_ask_above_6_is_rolled_at_6_as_every_d6_roll_is() -> None:
+    # 001 Difficulties: a difficulty worked out above 6 is lowered to 6, never refused
+    t = await claimed("d6")
+    await t.ok("st", "!ask @alice 3 8 secret")
+    t.faces(6, 6, 2)  # two successes at 6 (none could be at 8)
+    assert "succeeds" in await t.ok("alice", "!answer")
+    assert t.last is not None and "difficulty 6" in private_text(t.last, "st").lower()
+    assert "at least 2" in await t.error("st", "!ask @alice 3 1 secret")
+
+
 async def test_ask_errors_change_nothing() -> None:
     t = await claimed()
     assert "only the room's Storyteller" in await t.error("alice", "!ask @bob 4 6 secret")

@@ -306,6 +306,7 @@ class D6Variant(Variant[D6Request, D6Outcome]):
     sides = rules.SIDES
     default_difficulty = rules.DEFAULT_DIFFICULTY
     difficulty_range = (rules.MIN_DIFFICULTY, rules.MAX_DIFFICULTY)
+    difficulty_capped = True  # more than 6 is rolled as 6 (001 Difficulties)
     summary = (
         "one Trait's rating in d6 against a difficulty 2-6 (default 4; more counts as 6); "
         "each die at or above it is a success."
@@ -419,6 +420,11 @@ class D6Variant(Variant[D6Request, D6Outcome]):
         for side in (actor, opponent):
             if "to" in side.values:
                 raise UsageError("the contest keeps its own goal: leave out `to N`")
+        if "difficulty" in opponent.values and "difficulty" not in actor.values:
+            # 001 Contests: both roll at the challenger's difficulty, which was left at its default
+            raise UsageError(
+                "both sides roll at the challenger's difficulty: answer with your Trait alone"
+            )
         actor.versus = opponent
         if target is not None:
             actor.values["to"] = target

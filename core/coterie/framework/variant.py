@@ -258,6 +258,8 @@ class Variant(ABC, Generic[RequestT, OutcomeT]):
     default_difficulty: ClassVar[int | None] = None
     #: the lowest and highest difficulty this rule set accepts
     difficulty_range: ClassVar[tuple[int, int]] = (2, 10)
+    #: a difficulty above the range is rolled as its highest (d6, 001), instead of refused
+    difficulty_capped: ClassVar[bool] = False
     #: one line for listings
     summary: ClassVar[str] = ""
     #: the ``!roll`` grammar

@@ -227,6 +227,14 @@ def _difficulty(ctx: CommandContext, word: str) -> int:
     low, high = ctx.variant.difficulty_range
     if ctx.variant.name == "v5":  # V5: the successes needed (002), at least one
         low, high = 1, 20
+    if ctx.variant.difficulty_capped:  # more than the highest is rolled as the highest (d6)
+        if value < low:
+            raise UsageError(
+                f"a {ctx.variant.name} Difficulty is at least {low} (more than {high} counts as "
+                f"{high}), not {value}",
+                usage=ASK_USAGE,
+            )
+        return value
     if not low <= value <= high:
         raise UsageError(
             f"a {ctx.variant.name} Difficulty goes from {low} to {high}, not {value}",
