@@ -441,6 +441,15 @@ async def test_stats_count_rolls_successes_against_expected_and_botches() -> Non
     assert "no rolls by @zed" in await t.error("lynn", "!stats @zed")
 
 
+async def test_d6_stats_count_no_botches_since_001_has_none() -> None:
+    t = Table("d6")
+    t.faces(6, 1, 1)
+    await t.ok("max", "!roll 3")
+    stats = await t.ok("max", "!stats")
+    assert "Max: 1 roll, 1 success" in stats and "botch" not in stats
+    assert not stats.rstrip().endswith(",")
+
+
 @pytest.mark.parametrize(
     ("text", "message"),
     [

@@ -307,6 +307,7 @@ class D6Variant(Variant[D6Request, D6Outcome]):
     default_difficulty = rules.DEFAULT_DIFFICULTY
     difficulty_range = (rules.MIN_DIFFICULTY, rules.MAX_DIFFICULTY)
     difficulty_capped = True  # more than 6 is rolled as 6 (001 Difficulties)
+    tallies = ()  # 001 has no botch: `!stats` counts no notable results
     summary = (
         "one Trait's rating in d6 against a difficulty 2-6 (default 4; more counts as 6); "
         "each die at or above it is a success."

@@ -268,7 +268,9 @@ def _user_line(
         line += [
             Text(f"; {got} vs {expected:.1f} expected over {plural(len(known), 'roll')}{ratio}")
         ]
-    line += [Text(", " + ", ".join(_tally_text(rolls, tallies)))]
+    notable = _tally_text(rolls, tallies)
+    if notable:  # (none for rolls of rule sets without notable results: d6)
+        line += [Text(", " + ", ".join(notable))]
     return line
 
 
