@@ -131,6 +131,8 @@ async def test_ten_point_traits_roll_their_rating_alone_and_skip_wound_penalties
     await say(app, "!damage 2")  # Hurt, −1
     text = await say(app, "!roll Willpower 8")
     assert "7 dice, difficulty 8" in text  # reflexive: no wound penalty (000 Reflexives)
+    text = await say(app, "!roll Willpower-2 8")  # a penalty taken away, as from `7-2`
+    assert "5 dice, difficulty 8" in text
     await say(app, "!char set Strength 3 Brawl 2")
     text = await say(app, "!roll Strength+Brawl 6")
     assert "4 dice" in text and "Strength 3 + Brawl 2 − 1 (Hurt) = 4 dice" in text
@@ -142,6 +144,10 @@ async def test_ten_point_traits_roll_their_rating_alone_and_skip_wound_penalties
         ("revised", "!roll Str+Brawl+Dodge 6", "adds 3 Traits; a pool adds at most two"),
         ("revised", "!roll Willpower+Brawl 6", "Willpower is rolled alone"),
         ("crossover", "!roll Rage+Brawl 6", "Rage is rolled alone"),
+        # 004 Dice Pools / 000 Rolling Dice: the rating alone, nothing added (a penalty may go)
+        ("crossover", "!roll Rage+2 6", "Rage is rolled alone: `Rage+2` adds 2 to it"),
+        ("crossover", "!roll 2+rage 6", "Rage is rolled alone: `2+rage` adds 2 to it"),
+        ("revised", "!roll Willpower+1 6", "Willpower is rolled alone"),
         ("d6", "!roll Physical+Mental 4", "adds 2 Traits; a pool adds at most one"),
         ("v5", "!roll Str+Brawl+Dex 3", "adds 3 Traits"),
         ("v5", "!roll Strenght 3", 'no Trait "Strenght" — did you mean Strength?'),

@@ -144,6 +144,7 @@ class SheetPools(_Opposition):
         reflexive = True
         categories: set[str] = set()
         trackers = False
+        ten_point = False
         for match in _PART.finditer(token):
             sign = -1 if match.group(1) == "-" else 1
             part = match.group(2)
@@ -162,6 +163,8 @@ class SheetPools(_Opposition):
                 trackers = True
             if (spec is not None and spec.ten_point) or tracker is not None:
                 alone.append(name)
+            if spec is not None and spec.ten_point:
+                ten_point = True
             if spec is None or not (spec.reflexive or spec.ten_point):
                 reflexive = reflexive and tracker is not None
             if spec is not None and spec.category:
@@ -171,6 +174,13 @@ class SheetPools(_Opposition):
             named.append((name, dice))
             terms.append(PoolTerm(dice, 1, name.lower()))
         self._check(token, named, alone)
+        added = [t.dice for t in terms if t.modifier and t.sign > 0]
+        if added and ten_point:
+            # a Trait rated up to 10 is its whole pool (000 Rolling Dice, 004 Dice Pools); a
+            # penalty may still be taken away, as from a pool written in numbers
+            raise UsageError(
+                f"{named[0][0]} is rolled alone: `{shorten(token)}` adds {added[0]} to it"
+            )
         if not trackers:
             terms += self._penalties(named, reflexive, categories)
         return Pool(tuple(terms)), self._show(terms)
