@@ -117,6 +117,16 @@ async def test_automatic_extended_and_resisted_replies() -> None:
     ]
 
 
+async def test_the_other_side_may_roll_a_ten_point_trait_without_a_sheet() -> None:
+    app = app_with([7, 8, 2] + [6, 7, 2, 2])
+    text = await lines(app, "!roll 3 6 vs rage 4 6")
+    assert text[-3:] == [
+        "Opposed: Rage: 4 dice, difficulty 6 (Standard): 6 7 2 2",
+        "Opposed: 2 successes — Moderate",
+        "Resisted: a tie — neither side gets the better",
+    ]
+
+
 async def test_extended_resisted_reply() -> None:
     app = app_with([7, 8, 9] + [6, 2, 2])
     text = await lines(app, "!roll 3 6 ext 8 progress 5 vs 3 6 progress 6")
@@ -134,6 +144,8 @@ ROLL_USAGE = "!roll POOL [DIFFICULTY] [wp] [auto]"
         ("!roll 5 6; 2+willpower 4", "Willpower is rated up to 10 and is rolled alone"),
         ("!roll 5 6 vs 3 gnosis 2", "Gnosis is rated up to 10 and is rolled alone"),
         ("!roll rage 6+2", "Rage is rated up to 10 and is rolled alone"),
+        ("!roll 2+rage 6", "Rage is rated up to 10 and is rolled alone"),  # (no sheet needed)
+        ("!roll rage+2 6", "Rage is rated up to 10 and is rolled alone"),
         ("!roll willpower 11", "Willpower is rated from 0 to 10, not 11"),
         ("!roll 3+4+2", "adds 3 Traits; a dice pool adds at most two"),
         ("!roll 4 6 auto", "an automatic success needs at least as many dice as the difficulty"),

@@ -48,6 +48,14 @@ Side = tuple[
 ]
 
 
+def _grammar_words(grammar: Any, token: str) -> bool:
+    """Whether every name in a pool is one the rule set's grammar reads itself, without a sheet
+    (``willpower 7``, ``rage``; ``2+rage`` too, which the grammar then refuses, saying why)."""
+    named = getattr(grammar, "named_traits", ())
+    parts = [m.group(2).lower() for m in _PART.finditer(token) if not m.group(2).isdigit()]
+    return bool(parts) and all(part in named for part in parts)
+
+
 class _Opposition:
     """How the other side of ``vs`` reads: from the sheet named there (see
     :class:`~coterie.framework.grammar.Opposition`)."""
@@ -60,7 +68,7 @@ class _Opposition:
         grammar = self.ctx.variant.grammar.versus
         who = opponent_word(grammar, words)
         if who is None or who not in self.opponents:
-            if words and _by_name(grammar, words[0]):
+            if words and _by_name(grammar, words[0]) and not _grammar_words(grammar, words[0]):
                 raise UsageError(
                     f"whose `{shorten(words[0])}`? Name the other side: "
                     f"`vs NAME {shorten(words[0])}` (a character or NPC) or `vs @user …`"
@@ -385,9 +393,8 @@ async def _own(
     active = await ctx.store.active_character(chronicle_of(ctx), ctx.message.user, readonly=True)
     if active is None:
         first = tokens(ctx.args.split(";")[0])[:1]
-        named = ctx.variant.grammar.named_traits
-        if not by_name or (first and first[0].lower() in named):
-            return None  # numbers, or today's `willpower 7`: no sheet needed
+        if not by_name or (first and _grammar_words(ctx.variant.grammar, first[0])):
+            return None  # numbers, or `willpower 7` / `2+rage` (the grammar's words): no sheet
         if not any(_names_trait(template, w) for w in tokens(ctx.args)[:1]):
             return None  # no Trait name in it (`3+x`): the grammar says what is wrong
         prefix = ctx.settings.prefix
