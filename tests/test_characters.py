@@ -178,6 +178,16 @@ async def test_crippled_refuses_a_pool_it_empties_and_incapacitated_refuses_all(
     assert [r for r in await app.state.rolls("test:r") if r.is_roll] == []  # no dice rolled
 
 
+async def test_a_crossover_roll_names_its_pool_only_when_one_trait_is_the_pool() -> None:
+    app = app_with("crossover", [6] * 20)
+    await say(app, "!char new Kai")
+    await say(app, "!char set Rage 4 Dexterity 3 Athletics 2")
+    assert "Rage: 4 dice, difficulty 6" in await say(app, "!roll Rage 6")
+    text = await say(app, "!roll Dexterity+Athletics 6")
+    assert "Dexterity:" not in text and "5 dice, difficulty 6" in text
+    assert "Kai: Dexterity 3 + Athletics 2 = 5 dice" in text
+
+
 async def test_willpower_point_is_spent_and_refused_at_zero() -> None:
     for variant in ("revised", "crossover"):
         app = app_with(variant, [6] * 20)

@@ -21,8 +21,11 @@ class Side:
 
     @property
     def trait(self) -> str | None:
-        """The 10-point Trait the pool is, if it was written by name (``rage 6``)."""
-        return self.written.terms[0].trait
+        """The one Trait the pool is, if it was written by name (``rage 6``; from a sheet,
+        ``Gnosis`` or ``Wits-1``): ``None`` for a pool that adds Traits (``Dexterity+Athletics``),
+        which the line under the roll spells out."""
+        named = [term for term in self.written.terms if term.trait and not term.modifier]
+        return named[0].trait if len(named) == 1 and named[0] is self.written.terms[0] else None
 
 
 @dataclass(frozen=True)
