@@ -211,8 +211,10 @@ async def test_v5_hunger_from_the_sheet_and_rouse_raises_it() -> None:
     assert "5 dice (dexterity 3+firearms 2), Hunger 2, Difficulty 3: 6 6 6 | Hunger 6 6" in text
     text = await say(app, "!rouse")  # face 3 fails
     assert text.splitlines()[-1] == "Lise: Hunger 2/5 → 3/5"
+    assert "Hunger 2 → 3." in text  # the roll's own line reads the sheet's Hunger too
     text = await say(app, "!rouse 2")  # 2 fails, 9 passes
     assert text.splitlines()[-1] == "Lise: Hunger 3/5 → 4/5"
+    assert "Hunger 3 → 4." in text
 
 
 async def test_v5_rouse_at_most_five_and_mortals_have_no_hunger() -> None:
@@ -221,6 +223,7 @@ async def test_v5_rouse_at_most_five_and_mortals_have_no_hunger() -> None:
     await say(app, "!hunger 5")
     text = await say(app, "!rouse")
     assert "Lise: Hunger 5/5 → 5/5 (Hunger stays at most 5)" in text
+    assert "Hunger stays at 5 (it cannot rise above 5)." in text  # not "rises by 1"
     await say(app, "!char new Bob mortal")
     text = await say(app, "!rouse")
     assert "Bob:" not in text
@@ -236,6 +239,7 @@ async def test_v5_reroll_marks_superficial_willpower_and_trackers_roll_current()
     await say(app, "!roll Strength 3")
     text = await say(app, "!reroll")
     assert "Lise: Willpower [.....] → [/....]" in text
+    assert "It costs one Superficial damage to Willpower." in text and "Mark" not in text
     # 002 Trackers: Willpower 5 with 1 damaged box rolls 4 dice; never below one die
     text = await say(app, "!roll Willpower 2")
     assert text.splitlines()[1].startswith("4 dice")

@@ -334,7 +334,7 @@ async def test_reroll_failures_flow() -> None:
         "Messy critical! 7 successes, margin 4 (a pair of 10s: +2, and a Hunger die shows 10)",
         # the fresh roll's odds, then the re-roll's: kept 8 and Hunger 10 are two successes, so
         # any success among the three re-rolled dice wins: 1 - 0.5 ** 3 = 87.5%
-        "Willpower re-roll (failures): 3 2 1 → 9 10 10. Mark one Superficial damage on Willpower."
+        "Willpower re-roll (failures): 3 2 1 → 9 10 10. It costs one Superficial damage to Willpower."
         " Chance of success was 51.2%, now 87.5%.",
     ]
     rerolled = [
@@ -359,7 +359,7 @@ async def test_reroll_is_per_player_and_per_room() -> None:
     assert text.splitlines()[1:] == [
         "2 dice, Difficulty 1 (default): 9 9",
         "Win — 2 successes, margin 1",
-        "Willpower re-roll (failures): 2 2 → 9 9. Mark one Superficial damage on Willpower."
+        "Willpower re-roll (failures): 2 2 → 9 9. It costs one Superficial damage to Willpower."
         " Chance of success was 75.0%, now 75.0%.",  # both dice re-rolled: 1 - 0.5 ** 2
     ]
 

@@ -217,6 +217,10 @@ async def rouse(ctx: CommandContext) -> Reply:
     variant = _variant(ctx)
     limits = ctx.app.config.limits
     parsed = parse(tokens(ctx.args), ROUSE, max_options=limits.max_options)
+    if parsed.int("hunger") is None:  # the active character's Hunger, which the checks raise
+        sheet = await ctx.app.host.first_result("coterie_active_character", ctx=ctx)
+        if sheet is not None and "Hunger" in sheet.trackers:
+            parsed.values["hunger"] = sheet.trackers["Hunger"]
     request = variant.build_rouse(parsed, ctx.settings)
     if request.checks > limits.max_dice:
         raise UsageError(

@@ -955,7 +955,7 @@ def render(outcome: V5Outcome) -> list[Node]:
         body += [
             BR,
             Text(f"Willpower re-roll ({outcome.strategy}): {before} → {after}. "),
-            Text("Mark one Superficial damage on Willpower."),
+            Text("It costs one Superficial damage to Willpower."),
         ]
     return body
 

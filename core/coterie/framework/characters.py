@@ -140,12 +140,15 @@ class CharacterView:
     """What a rule set's own command reads of the caller's active character
     (``coterie_active_character``; ``!move`` in crossover reads Dexterity from it): its name,
     every Trait's rating by canonical name (custom ones too), and the Health level with its dice
-    penalty (``None``: no action possible; ``""`` and 0 without a Health chart)."""
+    penalty (``None``: no action possible; ``""`` and 0 without a Health chart), and the current
+    value of each points or level tracker this kind of character has (v5 ``!rouse`` reads
+    ``Hunger``; none for a mortal)."""
 
     name: str
     ratings: Mapping[str, int]
     level: str = ""
     penalty: int | None = 0
+    trackers: Mapping[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -419,4 +419,10 @@ async def coterie_active_character(ctx: CommandContext) -> CharacterView | None:
     names = [spec.name for spec in template.traits.values()] + list(sheet["custom"])
     level, penalty = sheets.wound_penalty(template, sheet)
     ratings = {name: sheets.rating(template, sheet, name) for name in names}
-    return CharacterView(str(sheet["name"]), ratings, level, penalty)
+    kind = str(sheet.get("kind", ""))
+    trackers = {
+        t.name: sheets.value(template, sheet, t)
+        for t in template.trackers
+        if t.kind != "boxes" and template.tracker_for(kind, t.name) is not None
+    }
+    return CharacterView(str(sheet["name"]), ratings, level, penalty, trackers)
