@@ -334,8 +334,8 @@ async def test_reroll_failures_flow() -> None:
         "Messy critical! 7 successes, margin 4 (a pair of 10s: +2, and a Hunger die shows 10)",
         # the fresh roll's odds, then the re-roll's: kept 8 and Hunger 10 are two successes, so
         # any success among the three re-rolled dice wins: 1 - 0.5 ** 3 = 87.5%
-        "Willpower re-roll (failures): 3 2 1 → 9 10 10. It costs one Superficial damage to Willpower."
-        " Chance of success was 51.2%, now 87.5%.",
+        "Willpower re-roll (failures): 3 2 1 → 9 10 10. "
+        "It costs one Superficial damage to Willpower. Chance of success was 51.2%, now 87.5%.",
     ]
     rerolled = [
         node for node in walk(reply.body) if isinstance(node, Die) and "rerolled" in node.tags
