@@ -243,10 +243,12 @@ async def test_v5_reroll_marks_superficial_willpower_and_trackers_roll_current()
     # 002 Trackers: Willpower 5 with 1 damaged box rolls 4 dice; never below one die
     text = await say(app, "!roll Willpower 2")
     assert text.splitlines()[1].startswith("4 dice")
+    assert "Lise: Willpower 4 = 4 dice" in text  # (not raised: no note)
+    assert "at least one die" not in text
     await say(app, "!wp -4")
     text = await say(app, "!roll Willpower 2")
     assert text.splitlines()[1].startswith("1 die")
-    assert "a tracker rolls at least one die" in text
+    assert "Lise: Willpower 0 = 1 die (a tracker rolls at least one die)" in text
 
 
 async def test_v5_impairment_and_overflow() -> None:
@@ -271,6 +273,7 @@ async def test_v5_specialty_adds_one_die_however_many() -> None:
     await say(app, "!char spec Brawl Knives")
     text = await say(app, "!roll Strength+Brawl.grap 3")
     assert "+1 specialty" in text and text.splitlines()[1].startswith("5 dice")
+    assert "Lise: Strength 2 + Brawl 2 + 1 (specialty) = 5 dice" in text  # the sheet line agrees
 
 
 async def test_d6_document_example_by_name() -> None:

@@ -35,11 +35,6 @@ _POOLS_MOST = 4096
 _pools: dict[tuple[int, int, str], tuple[dict[str, Any], CharacterTemplate, Pool, str, bool]] = {}
 
 
-def template_tracker(template: CharacterTemplate, name: str) -> bool:
-    tracker = template.tracker(name)
-    return tracker is not None and tracker.rolls == "current"
-
-
 Side = tuple[
     list[str],
     Callable[[str], Pool] | None,
@@ -153,6 +148,7 @@ class SheetPools(_Opposition):
         categories: set[str] = set()
         trackers = False
         ten_point = False
+        shown: dict[str, int] = {}  # a tracker's own value where it rolls at least one die
         for match in _PART.finditer(token):
             sign = -1 if match.group(1) == "-" else 1
             part = match.group(2)
@@ -167,6 +163,8 @@ class SheetPools(_Opposition):
             spec = template.traits.get(key)
             tracker = None if spec is not None else template.tracker_for(self.kind, name)
             dice = self._dice(name, spec is not None, tracker)
+            if tracker is not None and tracker.rolls != "never":
+                shown[name.lower()] = self._tracker_value(tracker)
             if tracker is not None:
                 trackers = True
             if (spec is not None and spec.ten_point) or tracker is not None:
@@ -191,28 +189,41 @@ class SheetPools(_Opposition):
             )
         if not trackers:
             terms += self._penalties(named, reflexive, categories)
-        return Pool(tuple(terms)), self._show(terms)
+        return Pool(tuple(terms)), self._show(terms, shown)
 
-    def _show(self, terms: list[PoolTerm]) -> str:
+    def _show(self, terms: list[PoolTerm], shown: dict[str, int]) -> str:
         """The line under the roll that says how the sheet made the pool: ``Lise: Strength 3 +
-        Brawl 2 − 1 (Hurt) = 4 dice``."""
+        Brawl 2 − 1 (Hurt) = 4 dice``; ``shown``: the value of a tracker rolled by name, where
+        it differs from its dice (no undamaged box left: ``Willpower 0``, one die)."""
         parts: list[str] = []
+        raised = False
         for term in terms:
             sign = "−" if term.sign < 0 else "+"
             label = f"{term.trait.title()} " if term.trait else ""
             if term.modifier and term.trait:
                 parts.append(f"{sign} {term.dice} ({term.trait.title()})")
             else:
-                parts.append(f"{sign} {label}{term.dice}")
-        text = " ".join(parts).removeprefix("+ ")
+                value = shown.get(term.trait, term.dice) if term.trait else term.dice
+                raised = raised or value < term.dice
+                parts.append(f"{sign} {label}{value}")
         total = sum(t.dice * t.sign for t in terms)
+        if self.specialty and self.template.specialty == "die":  # v5: one more die (002)
+            parts.append("+ 1 (specialty)")
+            total += 1
+        text = " ".join(parts).removeprefix("+ ")
         extra = ""
-        if any(t.trait and template_tracker(self.template, t.trait) for t in terms):
+        if raised:
             extra = " (a tracker rolls at least one die)"
         elif total < 1:
             total, extra = 1, " (a pool never falls below one die)"
         dice = "die" if total == 1 else "dice"
         return f"{self.sheet['name']}: {text} = {total} {dice}{extra}"
+
+    def _tracker_value(self, tracker: TrackerSpec) -> int:
+        """What a tracker rolled by name holds: its undamaged boxes, or its current points."""
+        if tracker.kind == "boxes":
+            return sheets.undamaged(self.template, self.sheet, tracker)
+        return sheets.value(self.template, self.sheet, tracker)
 
     def _dice(self, name: str, is_trait: bool, tracker: TrackerSpec | None) -> int:
         template, sheet = self.template, self.sheet
