@@ -307,7 +307,7 @@ def odds(
     actor = request.actor
     if request.automatic:
         assert request.difficulty is not None
-        value = request.difficulty.value
+        value = rules.automatic_successes(request.difficulty.value)
         roll = f"{side_text(actor)}, {difficulty_text(request.difficulty)}: an automatic win"
         return replace(certain(variant.name, roll, NAMES, ("success", value)), wins=WINS)
     if request.versus is not None:

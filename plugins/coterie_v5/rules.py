@@ -78,13 +78,18 @@ def skill_difficulty(skill: int) -> int:
 
 # --- automatic wins -----------------------------------------------------------------------------
 
-#: the margin of an automatic win
-AUTOMATIC_MARGIN = 0
+
+def automatic_successes(difficulty: int) -> int:
+    """The successes an automatic win counts: the Difficulty (margin 0). Difficulty 0 decides
+    like 1 (docs/rules/v5.md): a win never comes without a success, automatic or not (its
+    margin is then the one success, as Difficulty 0's margins are)."""
+    return max(1, difficulty)
 
 
 def automatic_win_allowed(pool: int, difficulty: int) -> bool:
-    """The Storyteller may skip the roll when the pool is at least twice the Difficulty."""
-    return pool >= 2 * difficulty
+    """The Storyteller may skip the roll when the pool is at least twice the Difficulty (at
+    Difficulty 0, as at 1: two dice)."""
+    return pool >= 2 * automatic_successes(difficulty)
 
 
 # --- successes and criticals --------------------------------------------------------------------

@@ -259,8 +259,8 @@ class V5Outcome(Outcome):
     def verdict(self) -> rules.Verdict:
         if self.actor is None:
             assert self.request.difficulty is not None
-            value = self.request.difficulty.value
-            return rules.Verdict(rules.Result.SUCCESS, value, value)  # margin 0
+            value = self.request.difficulty.value  # margin 0 (at Difficulty 0: the one success)
+            return rules.Verdict(rules.Result.SUCCESS, rules.automatic_successes(value), value)
         if self.opponent is not None:
             return rules.contest(self.actor, self.opponent)
         assert self.request.difficulty is not None
@@ -437,7 +437,8 @@ class V5Variant(Variant[Request, AnyOutcome]):
             if not rules.automatic_win_allowed(actor.pool, difficulty.value):
                 raise UsageError(
                     f"an automatic win needs a pool of at least twice the Difficulty "
-                    f"({actor.pool} dice < 2 × {difficulty.value}); roll instead"
+                    f"({actor.pool} dice < 2 × {rules.automatic_successes(difficulty.value)}); "
+                    "roll instead"
                 )
         return V5Request(actor=actor, difficulty=difficulty, automatic=automatic)
 
@@ -917,12 +918,14 @@ def render(outcome: V5Outcome) -> list[Node]:
     if outcome.actor is None:
         assert request.difficulty is not None
         value = request.difficulty.value
+        needed = rules.automatic_successes(value)
+        counted = f"{needed}: {value} counts as {needed}" if needed != value else f"{value}"
         return [
             Text(f"{side_text(actor)}, {difficulty_text(request.difficulty)}: "),
             bold("Automatic win"),
             Text(
                 f" — no roll needed ({plural(actor.pool, 'dice')} is at least twice "
-                f"Difficulty {value}); margin {rules.AUTOMATIC_MARGIN}"
+                f"Difficulty {counted}); margin {verdict.margin}"
             ),
         ]
     body: list[Node] = []
