@@ -283,6 +283,22 @@ async def test_teamwork_adds_each_members_successes() -> None:
     assert "ends after 1 roll by 1 member: Teamwork: 2 successes (Lynn 2) — Moderate" in out
 
 
+async def test_a_members_free_first_botch_spoils_no_teamwork() -> None:
+    # 000 Botches, the optional rule: the first botch of the session (each player's) does not count
+    t = Table(defaults={"variant": "revised", "house_rules": {"first_botch_free": True}})
+    await t.ok("mia", "!team start research 6")
+    t.faces(1, 2, 3)
+    out = await t.ok("kim", "!roll 3 for research")
+    assert "the first of the session is free" in out and "botched" not in out
+    t.faces(1, 2, 3)
+    assert "Kim botched" in await t.ok("kim", "!roll 3 for research")  # the second one counts
+    t.faces(1, 2, 2, 2, 2, 7, 7, 7)  # one message: member 1's first botch is free
+    out = await t.ok("lynn", "!team 5 6; 3 6")
+    assert "Teamwork: 3 successes" in out and "botched" not in out
+    t.faces(1, 2, 2, 2, 2, 7, 7, 7)
+    assert "but member 1 botched" in await t.ok("lynn", "!team 5 6; 3 6")
+
+
 async def test_v5_teamwork_adds_a_die_per_helper_to_the_leaders_roll() -> None:
     t = Table("v5")
     await t.ok("ana", "!team start heist")

@@ -162,9 +162,14 @@ def extended_resisted_step(
     )
 
 
-def teamwork(rolls: Sequence[PoolRoll]) -> d10.Teamwork:
-    """Rolled separately, successes added; one member's botch can spoil the whole attempt."""
-    return d10.Teamwork(tuple(r.net for r in rolls), tuple(r.botch for r in rolls))
+def teamwork(rolls: Sequence[PoolRoll], free: Sequence[bool] = ()) -> d10.Teamwork:
+    """Rolled separately, successes added; one member's botch can spoil the whole attempt
+    (``free``: which members' botch was their free first one, and so counts as none)."""
+    spared = [*free, *[False] * (len(rolls) - len(free))]
+    return d10.Teamwork(
+        tuple(r.net for r in rolls),
+        tuple(r.botch and not kept for r, kept in zip(rolls, spared, strict=True)),
+    )
 
 
 # --- the optional free first botch --------------------------------------------------------------

@@ -348,8 +348,10 @@ class RevisedVariant(pools.StorytellerActions, Variant[RevisedRequest, RevisedOu
         return rules.degree(successes) if successes > 0 else None
 
     def team(self, outcomes: Sequence[RevisedOutcome]) -> list[Node]:
-        rolls = [outcome.actor for outcome in outcomes if outcome.actor is not None]
-        result = rules.teamwork(rolls)
+        rolled = [outcome for outcome in outcomes if outcome.actor is not None]
+        # a member's free first botch (settled) spoils nothing: it does not count as a botch
+        rolls = [outcome.actor for outcome in rolled if outcome.actor is not None]
+        result = rules.teamwork(rolls, [outcome.free_botch for outcome in rolled])
         line: list[Node] = [Text("Teamwork: "), bold(plural(result.total, "success"))]
         if result.total:
             line.append(Text(f" ({rules.degree(result.total)})"))

@@ -42,6 +42,8 @@ async def team_after(
             "args": args,
             "faces": list(outcome.faces),
             "successes": outcome.successes,
+            # as settled: a room's free first botch (revised) is no botch of the team's
+            "botch": ctx.variant.is_botch(outcome),
         },
     ]
     action = {**action, "members": members}
@@ -101,13 +103,17 @@ def _team_verdict(ctx: CommandContext, action: dict[str, Any]) -> list[Node]:
 
 
 def _replay(ctx: CommandContext, members: list[dict[str, Any]]) -> list[tuple[Any, bool]]:
-    """Each member's roll again, from what they wrote and the faces they rolled (the rules are
-    pure functions of both), with whether it botched. A roll that no longer reads (the settings
-    changed) counts as no botch."""
+    """Each member's roll with whether it botched, as recorded when it was settled; a record
+    kept before that was recorded is rolled again from what the member wrote and the faces they
+    rolled (the rules are pure functions of both; a roll that no longer reads, the settings
+    having changed, counts as no botch)."""
     variant = ctx.variant
     limits = ctx.app.config.limits
     found = []
     for member in members:
+        if isinstance(member.get("botch"), bool):
+            found.append((member, member["botch"]))
+            continue
         try:
             parsed = parse(tokens(member["args"]), variant.grammar, max_options=limits.max_options)
             request = variant.build(parsed, ctx.settings)
