@@ -353,3 +353,12 @@ def test_counts_match_an_independent_model(faces, difficulty) -> None:
     assert roll.botch == (successes == 0 and ones > 0)
     assert len(roll.roles) == len(faces)
     assert roll.roles.count(Role.CANCELLED) == 2 * min(successes, ones)
+
+
+def test_the_json_degree_is_a_simple_actions_or_a_resisted_winners_margin() -> None:
+    assert evaluate("3 6", [7, 8, 9]).as_json()["degree"] == "Complete"
+    giselle = evaluate("6 7 vs 7 6", [7, 8, 9, 10, 2, 3, 6, 7, 8, 2, 3, 4, 5]).as_json()
+    assert giselle["degree"] == "Marginal"  # 4 against 3: only the 1 beyond counts (000)
+    lost = evaluate("2 6 vs 7 6", [7, 8, 6, 7, 8, 9, 2, 3, 4]).as_json()
+    assert lost["degree"] is None
+    assert evaluate("3 6 ext 10", [7, 8, 9]).as_json()["degree"] is None

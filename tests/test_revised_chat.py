@@ -47,6 +47,16 @@ async def test_pool_as_sum_and_degree() -> None:
     assert "4 successes — Exceptional" in to_plain(reply.body)
 
 
+async def test_a_resisted_or_extended_roll_has_no_degree_of_its_own() -> None:
+    # 000 Resisted Actions (Giselle): 4 against 3 leaves 1 success, Marginal; the 4 take no degree
+    app = app_with([7, 8, 9, 10, 2, 3] + [6, 7, 8, 2, 3, 4, 5] + [7, 8, 9])
+    lines = to_plain((await say(app, "!roll 6 7 vs 7 6")).body).splitlines()
+    assert lines[2] == "4 successes" and lines[4] == "Opposed: 3 successes"
+    assert lines[5] == "Resisted: you win with 1 success (Marginal)"
+    lines = to_plain((await say(app, "!roll 3 6 ext 10")).body).splitlines()
+    assert lines[2:4] == ["3 successes", "Extended: 3/10"]  # a step toward the goal
+
+
 async def test_several_rolls_in_one_message() -> None:
     reply = await say(app_with([7, 7, 2, 2]), "!roll 2 6; 2 6")
     text = to_plain(reply.body)

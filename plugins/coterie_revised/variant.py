@@ -148,6 +148,14 @@ class RevisedOutcome(Outcome):
 
     @property
     def degree(self) -> str | None:  # type: ignore[override]
+        """The degree of success of a simple action (000 Degrees of Success). A resisted
+        action's winner has only the successes beyond the other side's: their degree, if the
+        actor won; an extended action's rolls add up to a goal and take none."""
+        resisted = self.resisted
+        if resisted is not None:
+            return rules.degree(resisted.net) if resisted.winner == "actor" else None
+        if self.extended is not None:
+            return None
         return rules.degree(self.successes)
 
     @property
@@ -439,13 +447,16 @@ def _faces(roll: rules.PoolRoll) -> list[Node]:
     return pools.face_nodes(roll.faces, roll.roles)
 
 
-def _result_line(roll: rules.PoolRoll, free_botch: bool = False) -> list[Node]:
+def _result_line(roll: rules.PoolRoll, free_botch: bool = False, degree: bool = True) -> list[Node]:
+    """One side's result; ``degree``: with its degree of success (a simple action's roll only:
+    a resisted side keeps only what beats the other, and an extended roll adds to a goal)."""
     if roll.botch and not free_botch:
         return [bold("Botch!"), Text(f" No success and {plural(roll.ones, 'one')}.")]
     parts: list[Node] = []
     if roll.net > 0:
-        label = rules.degree(roll.net)
-        parts += [bold(plural(roll.net, "success")), Text(f" — {label}")]
+        parts += [bold(plural(roll.net, "success"))]
+        if degree:
+            parts += [Text(f" — {rules.degree(roll.net)}")]
     else:
         parts += [bold("Failure")]
     details: list[str] = []
@@ -486,7 +497,8 @@ def render(outcome: RevisedOutcome) -> list[Node]:
         ]
     body: list[Node] = []
     body += _setup(request.actor, request) + _faces(outcome.actor) + [BR]
-    body += _result_line(outcome.actor, outcome.free_botch)
+    simple = outcome.opponent is None and outcome.extended is None
+    body += _result_line(outcome.actor, outcome.free_botch, degree=simple)
     extended = outcome.extended
     if extended is not None:
         body += [BR, Text("Extended: ")]
@@ -501,7 +513,7 @@ def render(outcome: RevisedOutcome) -> list[Node]:
         body += [
             BR,
             Text(f"{opposed}: "),
-            *_result_line(outcome.opponent, outcome.opponent_free_botch),
+            *_result_line(outcome.opponent, outcome.opponent_free_botch, degree=False),
         ]
         body += [BR, *_resisted_line(outcome)]
     return body
