@@ -273,6 +273,16 @@ async def test_roll_errors(quiet: Coterie, send: Send, args: str, message: str) 
     await expect_error(send, quiet, f"!roll {args}", message, ROLL_USAGE)
 
 
+async def test_hints_write_the_command_as_it_was_typed(quiet: Coterie, send: Send) -> None:
+    plain = await expect_error(send, quiet, "?throw 5 11", "between 2 and 10", THROW_USAGE)
+    assert "`?throw` reads its numbers as POOL DIFFICULTY, e.g. `?throw 7 6`." in plain
+    assert "!roll" not in plain and "!throw" not in plain
+    plain = await expect_error(send, quiet, "?throw 5d10 6", "dice notation", THROW_USAGE)
+    assert "`?throw 5 6`" in plain
+    plain = await expect_error(send, quiet, "!roll 5 11", "between 2 and 10", ROLL_USAGE)
+    assert "`!roll` reads its numbers as POOL DIFFICULTY, e.g. `!roll 7 6`." in plain
+
+
 async def test_vs_without_the_other_side_shows_the_throw_usage(quiet: Coterie, send: Send) -> None:
     await expect_error(
         send, quiet, "?throw 5 6 vs", "`vs` needs the other side after it", THROW_USAGE

@@ -6,6 +6,7 @@ in a room whose settings have not changed reuses the request built the first tim
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -64,6 +65,10 @@ def parse_requests(
     return requests
 
 
+#: ``!roll`` where a hint writes it, alone (`` `!roll` reads…``) or with its arguments
+_TAUGHT_ROLL = re.compile(r"`!roll(?=[ `])")
+
+
 def _build(
     ctx: CommandContext, segment: str, usage: str, prepare: Callable[[Parsed], None] | None
 ) -> Any:
@@ -96,8 +101,9 @@ def _build(
     except UsageError as error:
         if error.usage in (None, variant.grammar.usage):
             error.usage = usage
-        if error.hint and ctx.line.command != "roll":  # taught with `!roll`: say `!odds`
-            error.hint = error.hint.replace("`!roll ", f"`!{ctx.line.command} ")
+        written = f"`{ctx.line.prefix}{ctx.line.command}"
+        if error.hint and written != "`!roll":  # taught with `!roll`: say `!odds`, `?throw`
+            error.hint = _TAUGHT_ROLL.sub(written, error.hint)
         raise
     return request
 
