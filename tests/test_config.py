@@ -308,6 +308,11 @@ def test_unknown_variant_is_found_when_the_app_starts(make_app):
         make_app(defaults={"variant": "v20"})
 
 
+def test_the_default_rule_set_left_out_names_the_one_enabled(make_app):
+    with pytest.raises(ConfigError, match=r'set \[defaults\] variant = "laia"\); installed: laia'):
+        make_app(plugins={"enable": ["laia"]})
+
+
 def test_enabled_adapter_must_be_loaded(make_app):
     with pytest.raises(ConfigError, match=r"adapters\.console: no such adapter"):
         make_app(adapters={"console": {"enabled": True}})

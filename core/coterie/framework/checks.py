@@ -41,6 +41,10 @@ def check_against_plugins(
         if room.variant is not None and room.variant not in variants:
             close = suggest(room.variant, sorted(variants))
             hint = f" (did you mean {close!r}?)" if close else ""
+            if room.variant == "revised" and where == "defaults" and len(variants) == 1:
+                # the default rule set left out of `enable`: name the one enabled instead
+                only = next(iter(variants))
+                hint = f' (with only {only} enabled, set [defaults] variant = "{only}")'
             names = ", ".join(sorted(variants)) or "none"
             problems.add(
                 f"{where}.variant",
