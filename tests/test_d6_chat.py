@@ -196,7 +196,7 @@ async def test_initiative_with_celerity_and_unnamed_sides() -> None:
         "1. #2 (Advanced Celerity, Physical 1, Mental 1)",
         "2. #1 (Basic Celerity, Physical 2, Mental 2) — after #2, by Advanced Celerity",
         "3. Ghoul (Physical 5, Mental 5) — after #1, by Basic Celerity",
-        "Extra actions from Celerity, after everyone's first action: #2, #1",
+        "Extra actions from Celerity, after everyone's first action: #2 ×2, #1 ×1",
     ]
 
 

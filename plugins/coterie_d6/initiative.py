@@ -91,11 +91,13 @@ def entry(
         )
         if on
     )
-    extra = (
-        CELERITY_ACTIONS["advanced"]
-        if side.advanced_celerity
-        else CELERITY_ACTIONS["basic"]
-        if side.basic_celerity
-        else 0
+    return InitiativeEntry(
+        name=side.name, key=rules.initiative_key(side), shown=shown, extra=extra_actions(side)
     )
-    return InitiativeEntry(name=side.name, key=rules.initiative_key(side), shown=shown, extra=extra)
+
+
+def extra_actions(side: rules.Combatant) -> int:
+    """The extra actions a side's activated Celerity gives (our reading: 001 gives no number)."""
+    if side.advanced_celerity:
+        return CELERITY_ACTIONS["advanced"]
+    return CELERITY_ACTIONS["basic"] if side.basic_celerity else 0

@@ -33,7 +33,8 @@ TEMPLATE = CharacterTemplate(
     readings=(
         "Traits are rated 0-5 (001's examples use 1-4); a roll is one Trait, never two (001).",
         "Celerity and Potence are levels 0-2 (none, basic, advanced), Hunter's Instinct 0-1; "
-        "they are kept for initiative and are not rolled.",
+        "they are kept on the sheet and are not rolled (initiative takes them as written: "
+        "`!init add NAME P4 M3 hunter celerity`).",
         "001 keeps no Health or Willpower track: the tracker commands say so.",
     ),
 )

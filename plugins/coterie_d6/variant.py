@@ -26,6 +26,7 @@ from coterie.records import dataclass
 from coterie.render.elements import BR, Die, Node, Role, Text, bold, code
 from coterie.rulekit.pools import plural
 from coterie_d6 import initiative, rules
+from coterie_d6.initiative import extra_actions as celerity_actions
 from coterie_d6.odds import odds as exact_odds
 from coterie_d6.requests import (
     ContestRequest,
@@ -739,6 +740,8 @@ def render_initiative(outcome: InitiativeOutcome) -> list[Node]:
             ),
         ]
     if initiative.extra_actions:
-        names = ", ".join(c.name for c in initiative.extra_actions)
+        names = ", ".join(
+            f"{side.name} ×{celerity_actions(side)}" for side in initiative.extra_actions
+        )
         body += [BR, Text(f"Extra actions from Celerity, after everyone's first action: {names}")]
     return body
