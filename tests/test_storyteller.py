@@ -176,6 +176,19 @@ async def test_ask_errors_change_nothing() -> None:
 # --- NPCs -----------------------------------------------------------------------------------------
 
 
+async def test_each_npc_has_its_own_free_first_botch() -> None:
+    # 000 Botches, the optional rule: everyone, player and Storyteller character alike
+    t = await claimed()
+    await t.ok("st", "!set first_botch_free on")
+    for who in ("Guard", "Thug", "guard"):
+        t.faces(1, 2, 2)
+        await t.ok("st", f"!npc roll {who} 3 6 public")
+    log = await t.store.rolls("test:r", limit=3)
+    assert [r.outcome for r in reversed(log)] == ["failure", "failure", "botch"]
+    t.faces(1, 2, 2)  # the Storyteller's own first botch is still theirs
+    assert "the first of the session is free" in await t.ok("st", "!roll 3 6")
+
+
 async def test_quick_npc_rolls_are_secret_by_default_and_can_be_public() -> None:
     t = await claimed()
     t.faces(9, 9, 1)

@@ -328,11 +328,13 @@ class RevisedVariant(pools.StorytellerActions, Variant[RevisedRequest, RevisedOu
         return RevisedOutcome(request=request, actor=actor, opponent=opponent, variant=self.name)
 
     async def settle(self, outcome: RevisedOutcome, context: RollContext) -> RevisedOutcome:
-        """The optional free first botch: one per player per session (see docs/rules/revised.md).
-        In a contest between two chat users each side's botch is its own player's."""
+        """The optional free first botch: one per player and per Storyteller character (NPC) per
+        session (see docs/rules/revised.md). In a contest between two chat users each side's
+        botch is its own player's."""
         if not context.settings.rule(self, "first_botch_free"):
             return outcome
-        if outcome.botch and await _spend_free_botch(context, context.user):
+        whose = context.user if context.character is None else f"npc:{context.character}"
+        if outcome.botch and await _spend_free_botch(context, whose):
             outcome = replace(outcome, free_botch=True)
         opponent = outcome.opponent
         if (

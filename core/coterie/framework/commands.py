@@ -87,6 +87,8 @@ class CommandContext:
     resolver: PoolResolver | None = None
     #: lines plugins add under the command's reply, above its buttons (a tracker a roll moved)
     notes: list[Node] = field(default_factory=list)
+    #: the Storyteller character this command rolls for (``!npc roll Guard``: ``guard``), if any
+    character: str | None = None
 
     @property
     def args(self) -> str:
@@ -119,6 +121,7 @@ class CommandContext:
             session=self.session,
             opponent=sides.opponent if sides else None,
             contest=asdict(sides) if sides else None,
+            character=self.character,
         )
         outcome = await variant.settle(outcome, context)
         if sides is not None:

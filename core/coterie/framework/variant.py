@@ -186,6 +186,9 @@ class RollContext:
     #: that contest's sides as JSON (:class:`coterie.framework.commands.ContestSides`), for a
     #: rule set that remembers the roll for later (V5's Willpower re-roll)
     contest: Mapping[str, Any] | None = None
+    #: the Storyteller character rolled for (``!npc roll Guard``: ``guard``, folded), if any:
+    #: ``user`` is then the Storyteller who rolls for them
+    character: str | None = None
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ from dataclasses import replace
 from typing import Any
 
 from coterie.errors import UsageError
+from coterie.framework.characters import fold
 from coterie.framework.commands import (
     Command,
     CommandContext,
@@ -427,6 +428,7 @@ async def npc(ctx: CommandContext) -> Reply | list[Node]:
         comment = comment or macro_comment
     secret = secret_asked or (not public and bool(await state.get("npc_secret", True)))
     ctx.line = replace(ctx.line, args=args, comment=comment)
+    ctx.character = fold(who)  # rolled for this NPC (a free first botch is its own, revised)
     ctx.secret = secret  # before the pools are read: a secret pool's makeup stays private
     try:
         if ctx.resolver is not None:  # the NPC's sheet; the hook adds the sheets named after `vs`
