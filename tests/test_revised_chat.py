@@ -71,6 +71,21 @@ async def test_multi_command_applies_the_schedule() -> None:
     assert "6 − 5 = 1 die (action 3 of 3)" in text
 
 
+async def test_one_willpower_point_a_turn_across_the_messages_of_its_actions() -> None:
+    # 000 Willpower: one point a turn; `multi 3` then `multi 3 action 2` are the same turn
+    app = app_with([7] * 40)
+    assert not (await say(app, "!roll 7 6 multi 3 wp")).is_error
+    logged = len(await app.state.rolls("test:r"))
+    refused = await say(app, "!roll 6 6 multi 3 action 2 wp")
+    assert refused.is_error
+    assert "already spent this turn (on action 1 of 3)" in to_plain(refused.body)
+    assert len(await app.state.rolls("test:r")) == logged  # nothing rolled, nothing kept
+    assert not (await say(app, "!roll 6 6 multi 3 action 2")).is_error
+    assert (await say(app, "!roll 6 6 multi 3 action 3 wp")).is_error  # still that turn
+    assert not (await say(app, "!roll 7 6 multi 3 wp")).is_error  # action 1: a new turn
+    assert not (await say(app, "!roll 6 6 multi 3 action 2 wp", "bob")).is_error  # bob's own
+
+
 async def test_multi_command_refuses_an_action_that_cannot_be_attempted() -> None:
     app = app_with([])
     reply = await say(app, "!multi 7 6; 3 6")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
@@ -331,9 +332,11 @@ class RevisedVariant(pools.StorytellerActions, Variant[RevisedRequest, RevisedOu
         """The optional free first botch: one per player and per Storyteller character (NPC) per
         session (see docs/rules/revised.md). In a contest between two chat users each side's
         botch is its own player's."""
+        whose = context.user if context.character is None else f"npc:{context.character}"
+        if outcome.request.actions > 1 and context.state is not None:
+            await _one_willpower_a_turn(outcome.request, context, whose)
         if not context.settings.rule(self, "first_botch_free"):
             return outcome
-        whose = context.user if context.character is None else f"npc:{context.character}"
         if outcome.botch and await _spend_free_botch(context, whose):
             outcome = replace(outcome, free_botch=True)
         opponent = outcome.opponent
@@ -402,6 +405,37 @@ class RevisedVariant(pools.StorytellerActions, Variant[RevisedRequest, RevisedOu
             ),
         ]
         return body
+
+
+#: seconds after which the actions of a turn declared with `multi N` are taken as a new turn
+TURN_LAPSE = 3600
+
+
+async def _one_willpower_a_turn(request: RevisedRequest, context: RollContext, whose: str) -> None:
+    """000 Willpower: one point a turn. The actions of one turn (``multi 3``, then
+    ``multi 3 action 2`` …) may come in several messages: a second ``wp`` among them is refused
+    (raised before anything is kept: the command's transaction is rolled back). A turn ends with
+    an action that is not a later one of the same declaration, or after :data:`TURN_LAPSE`."""
+    key = f"multi_turn:{whose}"
+    last = await context.state.get(key)
+    now = time.time()
+    same_turn = (
+        isinstance(last, dict)
+        and last.get("actions") == request.actions
+        and isinstance(last.get("action"), int)
+        and request.action > last["action"]
+        and now - float(last.get("at", 0)) < TURN_LAPSE
+    )
+    spent_on = last.get("wp_action") if same_turn and isinstance(last, dict) else None
+    if spent_on is not None and request.actor.willpower:
+        raise UsageError(
+            f"Willpower was already spent this turn (on action {spent_on} of {request.actions}): "
+            "one point a turn. Roll this action without `wp`"
+        )
+    if spent_on is None and request.actor.willpower:
+        spent_on = request.action
+    turn = {"actions": request.actions, "action": request.action, "at": now}
+    await context.state.set(key, {**turn, "wp_action": spent_on})
 
 
 async def _spend_free_botch(context: RollContext, user: str) -> bool:
