@@ -35,8 +35,8 @@ def refuse_specialty(parsed: Parsed, rules_name: str) -> None:
     """Refuse ``spec`` on either side of a roll of a rule set without a specialty rule."""
     if parsed.flag("specialty") or (parsed.versus is not None and parsed.versus.flag("specialty")):
         raise UsageError(
-            f"the {rules_name} rules have no specialty rule, so `spec` changes nothing here: ask "
-            "the Storyteller for a bonus die or a lower difficulty instead"
+            f"the {rules_name} rules have no specialty rule, so `spec` changes nothing here: the "
+            "Storyteller, who sets the difficulty, may make the roll easier instead"
         )
 
 
