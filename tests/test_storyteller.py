@@ -158,7 +158,7 @@ async def test_a_d6_ask_above_6_is_rolled_at_6_as_every_d6_roll_is() -> None:
     t.faces(6, 6, 2)  # two successes at 6 (none could be at 8)
     assert "succeeds" in await t.ok("alice", "!answer")
     assert t.last is not None and "difficulty 6" in private_text(t.last, "st").lower()
-    assert "at least 2" in await t.error("st", "!ask @alice 3 1 secret")
+    assert "from 2 to 6 (more counts as 6), not 1" in await t.error("st", "!ask @alice 3 1 secret")
 
 
 async def test_ask_errors_change_nothing() -> None:

@@ -382,6 +382,10 @@ def reroll_options(outcome: V5Outcome) -> list[rules.Strategy]:
     ]
 
 
+#: the most successes the Storyteller may ask for against a hidden Difficulty (``!ask``)
+HIDDEN_MOST = 20
+
+
 class V5Variant(Variant[Request, AnyOutcome]):
     name = NAME
     examples = EXAMPLES
@@ -461,6 +465,13 @@ class V5Variant(Variant[Request, AnyOutcome]):
         if parsed.flag("auto"):
             raise UsageError("a contest is always rolled: `auto` does not apply to `vs`")
         return V5Request(actor=actor, difficulty=None, versus=opponent)
+
+    def hidden_difficulty(self, value: int) -> int:
+        """The successes needed, kept secret: at least one (0 is for a roll whose Difficulty the
+        player does not know, which a hidden one already is), at most 20."""
+        if not 1 <= value <= HIDDEN_MOST:
+            raise ValueError(f"a {self.name} Difficulty goes from 1 to {HIDDEN_MOST}, not {value}")
+        return value
 
     def build_rouse(self, parsed: Parsed, settings: RoomSettings | None = None) -> RouseRequest:
         """``!rouse [N] [h H]``: ``N`` rouse checks; Hunger if the caller gave it."""

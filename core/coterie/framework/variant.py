@@ -448,6 +448,20 @@ class Variant(ABC, Generic[RequestT, OutcomeT]):
         reply names them instead of saying "you" and "the opposition"; default: unchanged."""
         return outcome
 
+    def hidden_difficulty(self, value: int) -> int:
+        """``value`` as a Difficulty the Storyteller keeps secret (``!ask``), checked like the
+        difficulty of a roll: ``ValueError`` saying what the rule set takes. A rule set that rolls
+        a difficulty above its range as its highest (:attr:`difficulty_capped`, d6) takes it."""
+        low, high = self.difficulty_range
+        if self.difficulty_capped and value > high:
+            return value
+        if not low <= value <= high:
+            more = f" (more counts as {high})" if self.difficulty_capped else ""
+            raise ValueError(
+                f"a {self.name} Difficulty goes from {low} to {high}{more}, not {value}"
+            )
+        return value
+
     def room_difficulty(self, settings: RoomSettings) -> int | None:
         """The room's default difficulty when it fits this rule set, else the rule set's own
         (a room that switched rule sets may carry a default meant for another one)."""

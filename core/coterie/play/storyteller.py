@@ -224,24 +224,10 @@ async def revealed(ctx: CommandContext, roll_id: str) -> bool | None:
 def _difficulty(ctx: CommandContext, word: str) -> int:
     if not word.isdigit() or len(word) > 3:
         raise UsageError(f"the Difficulty is a number, not `{shorten(word)}`", usage=ASK_USAGE)
-    value = int(word)
-    low, high = ctx.variant.difficulty_range
-    if ctx.variant.name == "v5":  # V5: the successes needed (002), at least one
-        low, high = 1, 20
-    if ctx.variant.difficulty_capped:  # more than the highest is rolled as the highest (d6)
-        if value < low:
-            raise UsageError(
-                f"a {ctx.variant.name} Difficulty is at least {low} (more than {high} counts as "
-                f"{high}), not {value}",
-                usage=ASK_USAGE,
-            )
-        return value
-    if not low <= value <= high:
-        raise UsageError(
-            f"a {ctx.variant.name} Difficulty goes from {low} to {high}, not {value}",
-            usage=ASK_USAGE,
-        )
-    return value
+    try:
+        return ctx.variant.hidden_difficulty(int(word))
+    except ValueError as error:
+        raise UsageError(str(error), usage=ASK_USAGE) from None
 
 
 async def _check_pool(ctx: CommandContext, pool: list[str], difficulty: int) -> None:
