@@ -162,10 +162,11 @@ def extended_resisted_step(
     )
 
 
-def teamwork(rolls: Sequence[PoolRoll], free: Sequence[bool] = ()) -> d10.Teamwork:
+def teamwork(rolls: Sequence[PoolRoll], free: Sequence[bool] | None = None) -> d10.Teamwork:
     """Rolled separately, successes added; one member's botch can spoil the whole attempt
-    (``free``: which members' botch was their free first one, and so counts as none)."""
-    spared = [*free, *[False] * (len(rolls) - len(free))]
+    (``free``: for each member, whether their botch was their free first one, which counts as
+    none)."""
+    spared = free if free is not None else [False] * len(rolls)
     return d10.Teamwork(
         tuple(r.net for r in rolls),
         tuple(r.botch and not kept for r, kept in zip(rolls, spared, strict=True)),

@@ -229,11 +229,10 @@ class SheetPools(_Opposition):
         template, sheet = self.template, self.sheet
         if is_trait or tracker is None or tracker.rolls == "never":
             return sheets.rating(template, sheet, name)
-        if tracker.kind == "boxes":
-            # a tracker rolls its undamaged boxes, never fewer than one die (002)
-            return max(1, sheets.undamaged(template, sheet, tracker))
-        current = sheets.value(template, sheet, tracker)
-        return current if tracker.rolls == "rating" else max(1, current)
+        value = self._tracker_value(tracker)
+        if tracker.kind != "boxes" and tracker.rolls == "rating":
+            return value
+        return max(1, value)  # a tracker rolls at least one die (002)
 
     def _specialty(self, name: str, special: str) -> None:
         if self.template.specialty == "none":
