@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from coterie.framework.adapter import Adapter
 from coterie.framework.config import Problems
+from coterie.framework.configbase import DEFAULT_VARIANT
 from coterie.framework.grammar import suggest
 from coterie.framework.variant import Variant
 
@@ -41,7 +42,7 @@ def check_against_plugins(
         if room.variant is not None and room.variant not in variants:
             close = suggest(room.variant, sorted(variants))
             hint = f" (did you mean {close!r}?)" if close else ""
-            if room.variant == "revised" and where == "defaults" and len(variants) == 1:
+            if room.variant == DEFAULT_VARIANT and where == "defaults" and len(variants) == 1:
                 # the default rule set left out of `enable`: name the one enabled instead
                 only = next(iter(variants))
                 hint = f' (with only {only} enabled, set [defaults] variant = "{only}")'

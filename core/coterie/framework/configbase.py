@@ -27,6 +27,8 @@ DATABASE_URL_ENV = "COTERIE_DATABASE_URL"
 DATA_DIR_ENV = "COTERIE_DATA_DIR"
 #: the SQLite file of the default store, under ``data_dir``
 DEFAULT_DATABASE = "coterie.db"
+#: the rule set of a room whose config names none ([defaults] variant)
+DEFAULT_VARIANT = "revised"
 #: ``json_schema_extra`` of a settings field whose value names the environment variable that holds
 #: a secret (a token, a password): the logs redact that variable's value, whatever its length
 SECRET_ENV: dict[str, Any] = {"secret_env": True}
@@ -77,7 +79,7 @@ class ConfigMethods:
 
     @property
     def default_variant(self) -> str:
-        return str(self.defaults.variant or "revised")
+        return str(self.defaults.variant or DEFAULT_VARIANT)
 
     def enabled_adapters(self) -> list[str]:
         return [name for name, table in self.adapters.items() if table.get("enabled", False)]
@@ -362,7 +364,7 @@ RATE_SECTION = _section(RATE)
 LIMITS["rate"] = (RATE_SECTION, RATE_SECTION.default)  # type: ignore[attr-defined]
 _LIMITS = _section(LIMITS)
 _ROOM = _section(ROOM)
-_DEFAULTS = _section(ROOM, variant="revised", prefix="!")
+_DEFAULTS = _section(ROOM, variant=DEFAULT_VARIANT, prefix="!")
 _PLUGINS = _section(PLUGINS)
 _STATE = _section(STATE)
 _OPS = _section(OPS)
