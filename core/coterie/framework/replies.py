@@ -16,6 +16,7 @@ from coterie.render.elements import (
     Die,
     Italic,
     LineBreak,
+    Mention,
     Node,
     Reply,
     Strike,
@@ -35,7 +36,7 @@ def error_reply(message: str, usage: str | None = None, hint: str | None = None)
 
 
 #: element types without children, checked by exact type first (the common case)
-_LEAVES = frozenset({Text, Die, LineBreak, Code})
+_LEAVES = frozenset({Text, Die, LineBreak, Code, Mention})
 #: element types with children
 _PARENTS = (Bold, Italic, Strike)
 

@@ -26,7 +26,14 @@ from coterie.framework.variant import Standing, Variant
 from coterie.hookimpl import hookimpl
 from coterie.play.byname import SheetPools
 from coterie.play.common import MAX_CONTESTS, actions_state, whole_number
-from coterie.play.rooms import is_mention, is_storyteller, mention_key, mentions, names_person
+from coterie.play.rooms import (
+    is_mention,
+    is_storyteller,
+    mention_element,
+    mention_key,
+    mentions,
+    names_person,
+)
 from coterie.play.roster import chronicle_of, templates
 from coterie.render.elements import BR, Node, Reply, Text, bold, code
 from coterie.storage import characters as store
@@ -165,6 +172,15 @@ def _standing_text(one: dict[str, Any]) -> str:
     )
 
 
+def _opponent(one: dict[str, Any], *, notify: bool = False) -> Node:
+    """The challenged side as the reply shows it: the person mentioned, until they answer (then
+    by the name they answered with)."""
+    written = one.get("opponent_mention")
+    if written and not one.get("opponent_user"):
+        return mention_element(written, notify=notify)
+    return bold(one["opponent_name"])
+
+
 async def contest(ctx: CommandContext) -> list[Node]:
     words = tokens(ctx.args)
     state = actions_state(ctx)
@@ -184,8 +200,8 @@ async def contest(ctx: CommandContext) -> list[Node]:
                 BR,
                 bold(one["challenger_name"]),
                 Text(" vs "),
-                bold(one["opponent_name"]),
-                Text(f" — {_standing_text(one)}; waiting for {one['opponent_name']} to "),
+                _opponent(one),
+                Text(f" — {_standing_text(one)}; waiting for their "),
                 code(f"{prefix}resist"),
             ]
         return body
@@ -220,7 +236,7 @@ async def contest(ctx: CommandContext) -> list[Node]:
             Text("Contest "),
             bold(mine[0]["challenger_name"]),
             Text(" vs "),
-            bold(mine[0]["opponent_name"]),
+            _opponent(mine[0]),
             Text(" cancelled."),
         ]
     if not is_mention(words[0]):
@@ -257,6 +273,7 @@ async def contest(ctx: CommandContext) -> list[Node]:
         "challenger_name": ctx.message.display_name,
         "opponent": opponent,
         "opponent_name": words[0].removeprefix("@"),
+        "opponent_mention": words[0],
         "pool": " ".join(pool_words),
         "target": target,
         "standing": same.get("standing") if same else None,
@@ -269,11 +286,8 @@ async def contest(ctx: CommandContext) -> list[Node]:
     return [
         bold(ctx.message.display_name),
         Text(" challenges "),
-        bold(record["opponent_name"]),
-        Text(
-            f" ({_standing_text(record)}): the contest {verb}. {record['opponent_name']} "
-            "answers with "
-        ),
+        _opponent(record, notify=True),
+        Text(f" ({_standing_text(record)}): the contest {verb}. The answer: "),
         code(resist_usage(ctx.variant).replace("!", prefix, 1)),
         Text("."),
     ]

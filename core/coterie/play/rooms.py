@@ -19,7 +19,7 @@ from coterie.framework.message import Message
 from coterie.framework.sessions import SESSIONS
 from coterie.framework.variant import HouseRule
 from coterie.hookimpl import hookimpl
-from coterie.render.elements import BR, Node, Text, bold, code, italic
+from coterie.render.elements import BR, Mention, Node, Text, bold, code, italic
 
 #: state namespace of a room's chat-made roles: ``{"storytellers": {user id: name}}``
 ROLES = "coterie.roles"
@@ -71,6 +71,20 @@ def mentions(key: str, message: Message) -> bool:
 
 def is_mention(word: str) -> bool:
     return word.startswith("@") or bool(_SLACK_MENTION.fullmatch(word))
+
+
+def mention_element(word: str, *, notify: bool = False) -> Mention:
+    """A mention as written (see :func:`is_mention`) as a reply element naming the same person:
+    the platform id with its case (``U024BE7LH``, ``@alice:example.org``) or the name after the
+    ``@``. Its label is that name (a Matrix id's local part)."""
+    token = word.strip()
+    slack = _SLACK_MENTION.fullmatch(token)
+    if slack:
+        return Mention(slack.group(1), slack.group(1), notify)
+    if token.startswith("@") and ":" in token:  # a Matrix user id
+        return Mention(token, token[1:].partition(":")[0] or token, notify)
+    name = token.removeprefix("@")
+    return Mention(name, name, notify)
 
 
 # --- roles ----------------------------------------------------------------------------------------

@@ -43,6 +43,7 @@ from coterie.play.rooms import (
     configured_storytellers,
     is_mention,
     is_storyteller,
+    mention_element,
     mention_key,
     mentions,
     require_storyteller,
@@ -307,7 +308,9 @@ async def ask(ctx: CommandContext) -> list[Node]:
     prefix = ctx.settings.prefix
     return [
         bold(ctx.message.display_name),
-        Text(f" asks {words[0]} to roll "),
+        Text(" asks "),
+        mention_element(words[0], notify=True),
+        Text(" to roll "),
         code(" ".join(pool)),
         Text(" against a hidden Difficulty. "),
         Text("Answer with "),

@@ -96,6 +96,19 @@ class Die:
 
 
 @dataclass(frozen=True)
+class Mention:
+    """A person named in a reply by their platform user id: a Slack ``U024BE7LH``, a Matrix
+    ``@alice:example.org``, a Telegram numeric id or ``@username``'s name, the console's user name.
+    An adapter that can point at a person does (a Slack mention, a Matrix pill, a Telegram user
+    link); ``label`` is shown where it cannot. ``notify``: the platform should tell the person
+    (a challenge they must answer); a name in passing does not."""
+
+    user: str
+    label: str
+    notify: bool = False
+
+
+@dataclass(frozen=True)
 class Image:
     """A picture (e.g. an odds chart). Adapters upload it; text encoders show ``alt``."""
 
@@ -120,9 +133,9 @@ class Actions:
     buttons: tuple[Button, ...]
 
 
-Node = Text | Bold | Italic | Strike | Code | LineBreak | Die | Image | Actions
+Node = Text | Bold | Italic | Strike | Code | LineBreak | Die | Mention | Image | Actions
 #: the element classes, for ``isinstance`` checks
-NODE_TYPES = (Text, Bold, Italic, Strike, Code, LineBreak, Die, Image, Actions)
+NODE_TYPES = (Text, Bold, Italic, Strike, Code, LineBreak, Die, Mention, Image, Actions)
 
 
 def _nodes(parts: Iterable[Node | str]) -> tuple[Node, ...]:

@@ -20,6 +20,7 @@ from coterie.render.elements import (
     Image,
     Italic,
     LineBreak,
+    Mention,
     Node,
     Role,
     Strike,
@@ -90,6 +91,8 @@ class Encoder:
             return self.line_break()
         if isinstance(node, Die):
             return self.die(node)
+        if isinstance(node, Mention):
+            return self.mention(node)
         if isinstance(node, Image):
             return self.image(node)
         return self.actions(node)
@@ -115,6 +118,10 @@ class Encoder:
 
     def die(self, die: Die) -> str:
         return str(die.face)
+
+    def mention(self, mention: Mention) -> str:
+        """A person: here their label, as text (platform encoders point at the person)."""
+        return self.text(mention.label)
 
     def image(self, image: Image) -> str:
         return f"[image: {self.text(image.alt)}]"

@@ -4,7 +4,8 @@ again later exactly as it was built (a secret roll revealed, a reply sent again 
 The JSON form is a list of objects, one per node, each with a ``"t"`` naming the node type:
 ``{"t": "text", "text": "..."}``, ``{"t": "bold", "children": [...]}``, ``{"t": "die", "face": 9,
 "role": "success", "sides": 10, "tags": ["hunger"]}`` (``"tags"`` left out when there are none),
-``{"t": "br"}``, ``{"t": "image", "data": BASE64, ...}``, ``{"t": "actions", "buttons":
+``{"t": "br"}``, ``{"t": "mention", "user": ..., "label": ..., "notify": true}`` (``"notify"`` left
+out when false), ``{"t": "image", "data": BASE64, ...}``, ``{"t": "actions", "buttons":
 [{"label": ..., "command": ...}]}``. Reading refuses anything else with ``ValueError``: stored
 data is checked, never trusted. :func:`reply_to_text` writes a reply's JSON as text directly."""
 
@@ -26,6 +27,7 @@ from coterie.render.elements import (
     Image,
     Italic,
     LineBreak,
+    Mention,
     Node,
     Private,
     Reply,
@@ -58,6 +60,13 @@ def _die(node: Die) -> dict[str, Any]:
     return written
 
 
+def _mention(node: Mention) -> dict[str, Any]:
+    written: dict[str, Any] = {"t": "mention", "user": node.user, "label": node.label}
+    if node.notify:
+        written["notify"] = True
+    return written
+
+
 def _image(node: Image) -> dict[str, Any]:
     return {
         "t": "image",
@@ -81,6 +90,7 @@ _WRITERS: dict[type, Callable[[Any], dict[str, Any]]] = {
     Code: lambda node: {"t": "code", "text": node.text},
     LineBreak: lambda node: {"t": "br"},
     Die: _die,
+    Mention: _mention,
     Image: _image,
     Actions: lambda node: {
         "t": "actions",
@@ -129,6 +139,11 @@ def node_from_json(data: Any, depth: int = 0) -> Node:
         except ValueError:
             raise ValueError(f"'die' node: unknown role {data.get('role')!r}") from None
         return Die(_int(data, "face"), role, _int(data, "sides"), frozenset(tags))
+    if kind == "mention":
+        notify = data.get("notify", False)
+        if not isinstance(notify, bool):
+            raise ValueError("'mention' node: 'notify' is not true or false")
+        return Mention(_str(data, "user"), _str(data, "label"), notify)
     if kind == "image":
         try:
             raw = base64.b64decode(_str(data, "data"), validate=True)
