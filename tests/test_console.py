@@ -128,6 +128,14 @@ def test_console_adapter_color_always_uses_ansi(make_app):
     assert ANSI.search(out)
 
 
+def test_a_person_named_in_a_reply_is_bold_in_colour_and_bare_when_piped(make_app):
+    out = run_console(make_app, "!contest @bob 3 6\n", color="always")
+    assert "challenges \x1b[1mbob\x1b[0m (a resisted roll)" in out
+    assert "challenges bob (a resisted roll)" in run_console(make_app, "!contest @bob 3 6\n")
+    # the label is text from the chat: no escape sequence of its own reaches the terminal
+    assert "\x1b[1mb?b\x1b[0m" in run_console(make_app, "!contest @b\x1bb 3 6\n", color="always")
+
+
 def test_console_adapter_stops_at_eof_with_no_input(make_app):
     assert run_console(make_app, "") == ""
 

@@ -15,7 +15,7 @@ from coterie.framework.commands import shown_id
 from coterie.framework.config import Config
 from coterie.framework.message import Message
 from coterie.play import clauses, contests, extended
-from coterie.render.elements import Reply
+from coterie.render.elements import Mention, Reply, walk
 from coterie.render.encode import to_plain
 from coterie.storage.state import MemoryStore
 
@@ -326,6 +326,36 @@ async def test_an_extended_contest_keeps_its_tallies_until_someone_reaches_the_g
     out = await t.ok("bob", "!resist 3 6")
     assert "Contest over: Bob wins" in out
     assert "nobody has challenged you" in await t.error("bob", "!resist 3 6")
+
+
+def _mentions(reply: Reply | None) -> list[Mention]:
+    assert reply is not None
+    return [node for node in walk(reply.body) if isinstance(node, Mention)]
+
+
+@pytest.mark.parametrize(
+    ("written", "expected"),
+    [
+        ("@U024BE7LH", Mention("U024BE7LH", "U024BE7LH", True)),  # Slack, as its adapter decodes
+        ("<@U024BE7LH>", Mention("U024BE7LH", "U024BE7LH", True)),
+        ("@mark:example.org", Mention("@mark:example.org", "mark", True)),  # a Matrix id
+        ("@Bob", Mention("Bob", "Bob", True)),  # a name or a Telegram @username, as written
+    ],
+)
+async def test_the_person_challenged_or_asked_is_a_mention_that_notifies(
+    written: str, expected: Mention
+) -> None:
+    t = Table()
+    await t.ok("alice", f"!contest {written} 3 6")
+    assert _mentions(t.last) == [expected]
+    listed = await t.ok("carol", "!contest")
+    quiet = Mention(expected.user, expected.label)  # named in passing: nobody is paged again
+    assert _mentions(t.last) == [quiet, quiet] and f"waiting for {expected.label} to" in listed
+    await t.ok("alice", "!contest cancel")
+    assert _mentions(t.last) == [quiet]
+    await t.ok("st", "!storyteller claim")
+    await t.ok("st", f"!ask {written} 4 7 secret")
+    assert _mentions(t.last) == [expected]
 
 
 async def test_a_simple_contest_and_its_target_as_a_last_number() -> None:

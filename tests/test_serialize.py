@@ -15,6 +15,7 @@ from coterie.render.elements import (
     Code,
     Die,
     Image,
+    Mention,
     Private,
     Reply,
     Role,
@@ -23,6 +24,7 @@ from coterie.render.elements import (
     italic,
     strike,
 )
+from coterie.render.encode import to_markdown, to_plain
 from coterie.render.serialize import node_to_json, reply_from_json, reply_to_json, reply_to_text
 
 
@@ -38,6 +40,8 @@ def every_element() -> list[object]:
         Code("!roll 5 6"),
         BR,
         bold("a ", italic("b ", strike("c ", Die(4, Role.FAILURE, 6))), Code("x")),
+        Mention("@alice:example.org", "alice", notify=True),
+        bold(Mention("U024BE7LH", "U024BE7LH")),
         Image(b"\x89PNG\r\n\x1a\n", "a chart", "odds.png", "image/png"),
         Actions((Button("Re-roll", "!reroll"), Button("Odds", "!odds 5 6"))),
     ]
@@ -127,3 +131,20 @@ def test_a_die_without_tags_is_written_without_them_and_read_back_the_same() -> 
     assert reply_from_json(reply_to_json(Reply([plain]))).body == [plain]
     earlier = {"body": [{"t": "die", "face": 3, "role": "failure", "sides": 10, "tags": []}]}
     assert reply_from_json({**earlier, "kind": "roll"}).body == [plain]  # as written before
+
+
+def test_a_mention_is_written_with_notify_only_when_it_notifies() -> None:
+    assert node_to_json(Mention("U1", "Lynn")) == {"t": "mention", "user": "U1", "label": "Lynn"}
+    loud = node_to_json(Mention("U1", "Lynn", notify=True))
+    assert loud == {"t": "mention", "user": "U1", "label": "Lynn", "notify": True}
+    assert reply_from_json({"body": [loud], "kind": "roll"}).body == [Mention("U1", "Lynn", True)]
+    with pytest.raises(ValueError, match="'notify' is not true or false"):
+        reply_from_json({"body": [{**loud, "notify": "yes"}], "kind": "roll"})
+    with pytest.raises(ValueError, match="'user' is not text"):
+        reply_from_json({"body": [{"t": "mention", "user": 7, "label": "x"}], "kind": "roll"})
+
+
+def test_text_encoders_show_a_mention_by_its_label() -> None:
+    body = [Text("Lynn challenges "), Mention("U024BE7LH", "bob_[1]", notify=True)]
+    assert to_plain(body) == "Lynn challenges bob_[1]"
+    assert to_markdown(body) == "Lynn challenges **bob\\_\\[1\\]**"

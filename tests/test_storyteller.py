@@ -129,7 +129,7 @@ async def test_log_and_stats_hide_a_secret_until_it_is_revealed() -> None:
 async def test_ask_judges_the_answer_against_the_hidden_difficulty() -> None:
     t = await claimed()
     asked = await t.ok("st", "!ask @alice 4 8 secret")
-    assert "St asks @alice to roll 4 against a hidden Difficulty" in asked
+    assert "St asks alice to roll 4 against a hidden Difficulty" in asked
     assert "8" not in asked.replace("4 against", "")
     assert "nobody asked you" in await t.error("bob", "!answer")
     t.faces(9, 8, 7, 3)  # two successes at difficulty 8 (none would be at 10)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from coterie.render.elements import Actions, Die, Role
+from coterie.render.elements import Actions, Die, Mention, Role
 from coterie.render.encode import Encoder
 
 RESET = "\x1b[0m"
@@ -41,6 +41,10 @@ class AnsiEncoder(Encoder):
     def die(self, die: Die) -> str:
         hunger = "\x1b[4m" if "hunger" in die.tags else ""
         return f"{self.DIE_STYLE[die.role]}{hunger}{die.face}{RESET}"
+
+    def mention(self, mention: Mention) -> str:
+        """A person is named in bold: a terminal has nobody to point at or notify."""
+        return self.bold(self.text(mention.label))
 
     def actions(self, actions: Actions) -> str:
         return "Options: " + " | ".join(self.text(b.command) for b in actions.buttons)

@@ -201,7 +201,9 @@ async def contest(ctx: CommandContext) -> list[Node]:
                 bold(one["challenger_name"]),
                 Text(" vs "),
                 _opponent(one),
-                Text(f" — {_standing_text(one)}; waiting for their "),
+                Text(f" — {_standing_text(one)}; waiting for "),
+                _opponent(one),
+                Text(" to "),
                 code(f"{prefix}resist"),
             ]
         return body

@@ -189,6 +189,10 @@ class MarkdownEncoder(Encoder):
     def die(self, die: Die) -> str:
         return self.DIE_STYLE[die.role].format(die.face)
 
+    def mention(self, mention: Mention) -> str:
+        """A person, in bold (Markdown has no way to point at one)."""
+        return f"**{self.text(mention.label)}**"
+
     def actions(self, actions: Actions) -> str:
         return " · ".join(self.code(b.command) for b in actions.buttons)
 
