@@ -600,7 +600,11 @@ def test_automatic_win_needs_twice_the_difficulty(pool: int, target: int) -> Non
     assert rules.automatic_win_allowed(pool, target) is (pool >= 2 * max(1, target))
 
 
-@given(regular_faces, hunger_faces, difficulty, st.sampled_from(list(rules.Strategy)))
+#: the strategies that pick the dice themselves (CHOSEN is the player's own pick)
+PICKING = [s for s in rules.Strategy if s is not rules.Strategy.CHOSEN]
+
+
+@given(regular_faces, hunger_faces, difficulty, st.sampled_from(PICKING))
 def test_rerolls_pick_at_most_three_regular_dice(
     regular: list[int], hunger: list[int], target: int, strategy: rules.Strategy
 ) -> None:
@@ -622,6 +626,22 @@ def test_rerolls_pick_at_most_three_regular_dice(
         assert chosen.count(10) == min(regular.count(10), rules.REROLL_LIMIT)
     if rules.reroll_problem(dice, target, strategy) is None:
         assert indexes
+
+
+@given(regular_faces, hunger_faces, st.lists(st.integers(1, 10), max_size=4))
+def test_the_dice_a_player_names_are_taken_when_they_are_there(
+    regular: list[int], hunger: list[int], named: list[int]
+) -> None:
+    dice = rules.Dice(tuple(regular), tuple(hunger))
+    problem = rules.chosen_problem(dice, named)
+    there = all(named.count(face) <= regular.count(face) for face in named)
+    assert (problem is None) is (bool(regular) and 1 <= len(named) <= 3 and there), problem
+    if problem is None:
+        indexes = rules.chosen_indexes(regular, named)
+        assert list(indexes) == sorted(set(indexes))
+        assert sorted(regular[i] for i in indexes) == sorted(named)
+    with pytest.raises(ValueError, match="the player names these dice"):
+        rules.reroll_indexes(regular, rules.Strategy.CHOSEN)
 
 
 @given(regular_faces.filter(bool), hunger_faces, st.data())

@@ -204,7 +204,7 @@ async def test_help_lists_the_v5_commands_and_options() -> None:
         assert word in help_roll
     for word in ("harder N", "easier N", "equip QUALITY", "half POOL", "skill N", "vs POOL"):
         assert word in help_roll
-    assert "!reroll [failures|crits|messy|risky]" in await say(app, "!help reroll")
+    assert "!reroll [failures|crits|messy|risky | FACE" in await say(app, "!help reroll")
     assert "!rouse [N] [h H]" in await say(app, "!help rouse")
 
 
@@ -257,7 +257,7 @@ ERRORS = [
     ("!rouse wp", "unknown option `wp`"),
     ("!reroll bogus", "there is no re-roll strategy `bogus`. Choose failures (the default)"),
     ("!reroll faiures", "Did you mean `failures`?"),
-    ("!reroll failures crits", "a re-roll takes one strategy: failures, crits, messy or risky"),
+    ("!reroll failures crits", "a re-roll takes one strategy (failures, crits, messy or risky)"),
     ("!reroll", "you have no roll in this room to re-roll yet"),
 ]
 
@@ -415,8 +415,51 @@ async def test_reroll_refusals_through_chat(
     rolled = dice.rolls
     reply = await send(app, reroll)
     assert reply.is_error and message in to_plain(reply.body)
-    assert "Usage: !reroll [failures|crits|messy|risky]" in to_plain(reply.body)
+    assert "Usage: !reroll [failures|crits|messy|risky | FACE" in to_plain(reply.body)
     assert dice.rolls == rolled
+
+
+async def test_reroll_the_dice_you_name_by_their_faces() -> None:
+    # 002: up to three regular dice, the player's pick: here the 8 (a success) and the 1, not the
+    # 3 or the 2 a strategy would take first
+    dice = RecordingDice(FixedDice([3, 8, 2, 1, 10] + [9, 6]))
+    app = app_with(dice=dice)
+    await say(app, "!roll 5 1 3")
+    text = await say(app, "!reroll 8 1")
+    assert dice.calls == [(5, 10), (2, 10)]
+    assert text.splitlines()[1:3] == [
+        "5 dice, Hunger 1, Difficulty 3: 3 9 2 6 | Hunger 10",
+        "Win — 3 successes, margin 0",
+    ]
+    assert "Willpower re-roll (your choice): 8 1 → 9 6. It costs one Superficial" in text
+    # a face named twice is two dice; the first rolled of equal faces goes first
+    app = app_with([4, 2, 4, 9] + [7, 6])
+    await say(app, "!roll 4")
+    assert "Willpower re-roll (your choice): 4 4 → 7 6" in await say(app, "!reroll 4 4")
+
+
+@pytest.mark.parametrize(
+    ("faces", "reroll", "message"),
+    [
+        ([3, 8, 2, 1, 10], "!reroll 4", "none of your regular dice shows 4 (3 8 2 1)"),
+        ([3, 8, 2, 1, 10], "!reroll 10", "(a Hunger die does, and Willpower never re-rolls those)"),
+        ([3, 8, 2, 1, 10], "!reroll 3 3", "only 1 of your regular dice shows 3 (3 8 2 1)"),
+        ([3, 8, 2, 1, 10], "!reroll 3 8 2 1", "Willpower re-rolls one to 3 dice; you named 4"),
+        ([3, 8, 2, 1, 10], "!reroll 11", "a die shows 1 to 10, not 11"),
+        ([3, 8, 2, 1, 10], "!reroll 0", "a die shows 1 to 10, not 0"),
+        ([3, 8, 2, 1, 10], "!reroll 3 crits", "or the faces of up to 3 of your regular dice"),
+    ],
+)
+async def test_reroll_by_faces_refusals_roll_nothing(
+    faces: list[int], reroll: str, message: str
+) -> None:
+    dice = RecordingDice(FixedDice([*faces, 5, 5, 5]))
+    app = app_with(dice=dice)
+    await say(app, "!roll 5 1 3")
+    reply = await send(app, reroll)
+    assert reply.is_error and message in to_plain(reply.body), to_plain(reply.body)
+    assert dice.rolls == 1
+    assert "Willpower re-roll (failures): 3 2 1 → 5 5 5" in await say(app, "!reroll")  # unspent
 
 
 async def test_a_new_roll_can_be_rerolled_again() -> None:
@@ -508,7 +551,9 @@ def test_console_session_with_reroll_and_rouse(
     assert lines[1].split("| ")[1] == lines[4].split("| ")[1]
     assert re.fullmatch(rf"Willpower re-roll \(crits\): {DICE}( {DICE}){{0,2}} → .*", lines[6])
     assert lines[7].startswith("⚠ your last roll was already re-rolled")
-    assert lines[8] == "Usage: !reroll [failures|crits|messy|risky] [# comment]"
+    assert lines[8] == (
+        "Usage: !reroll [failures|crits|messy|risky | FACE [FACE [FACE]]] [# comment]"
+    )
     assert lines[9] == "Lynn"
     assert re.fullmatch(rf"2 rouse checks: {DICE} {DICE} — \d passed, \d failed", lines[10])
     assert re.fullmatch(r"Hunger (4 → [45]|stays at 4)( \(5 is the most it can be\))?\.", lines[11])

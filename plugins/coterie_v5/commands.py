@@ -19,7 +19,7 @@ from coterie_v5 import rules
 from coterie_v5.requests import RerollRequest
 from coterie_v5.variant import HUNGER, LAST_ROLL, REROLL_BUTTONS, RouseOutcome, V5Outcome, V5Variant
 
-REROLL_USAGE = "!reroll [failures|crits|messy|risky] [# comment]"
+REROLL_USAGE = "!reroll [failures|crits|messy|risky | FACE [FACE [FACE]]] [# comment]"
 ROUSE_USAGE = "!rouse [N] [h H] [# comment]"
 MAX_ROUSE_CHECKS = 20
 
@@ -65,12 +65,27 @@ def _variant(ctx: CommandContext) -> V5Variant:
     return variant
 
 
+def chosen_faces(words: list[str]) -> tuple[int, ...] | None:
+    """The faces of the dice the player picked (``!reroll 3 4``), or ``None`` when the words are
+    no faces (a strategy, or nothing)."""
+    if not words or not all(word.isdigit() for word in words):
+        return None
+    faces = tuple(int(word) for word in words)
+    wrong = next((face for face in faces if not 1 <= face <= 10), None)
+    if wrong is not None:
+        raise UsageError(f"a die shows 1 to 10, not {shorten(str(wrong))}", usage=REROLL_USAGE)
+    return faces
+
+
 def strategy(words: list[str]) -> rules.Strategy:
     """The re-roll strategy named by the command's words (default: re-roll failures)."""
     if not words:
         return rules.Strategy.FAILURES
     if len(words) > 1:
-        raise UsageError("a re-roll takes one strategy: failures, crits, messy or risky")
+        raise UsageError(
+            "a re-roll takes one strategy (failures, crits, messy or risky) or the faces of up "
+            f"to {rules.REROLL_LIMIT} of your regular dice, e.g. `!reroll 3 5`"
+        )
     word = words[0].lower()
     if word in STRATEGY_WORDS:
         return STRATEGY_WORDS[word]
@@ -117,9 +132,11 @@ async def reroll(ctx: CommandContext) -> Reply:
     a contest between two chat users, of the caller's own side; the verdict is worked out
     again for both)."""
     variant = _variant(ctx)
-    chosen = strategy(tokens(ctx.args))
+    words = tokens(ctx.args)
+    faces = chosen_faces(words)
+    chosen = rules.Strategy.CHOSEN if faces is not None else strategy(words)
     record = await _last_roll(ctx, variant)
-    request = variant.reroll_request(record, chosen)
+    request = variant.reroll_request(record, chosen, faces or ())
     chances = await _reroll_chances(variant, request)
     sides = None
     who = ctx.message.display_name

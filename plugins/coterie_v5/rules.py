@@ -235,6 +235,7 @@ class Strategy(StrEnum):
     CRITICALS = "crits"  #: dice that are not 10s, failures first, then the lowest successes
     AVOID_MESSY = "messy"  #: the regular 10s, so that only a lone Hunger 10 may remain
     RISKY = "risky"  #: the regular 10s, then failures to fill up to three dice
+    CHOSEN = "chosen"  #: the regular dice the player names by their faces
 
 
 def _lowest_first(regular: Sequence[int], keep: frozenset[int]) -> list[int]:
@@ -248,6 +249,8 @@ def reroll_indexes(regular: Sequence[int], strategy: Strategy) -> tuple[int, ...
     Whether a strategy makes sense for a roll at all (e.g. avoiding a messy critical when the
     roll is not one) is :func:`reroll_problem`'s question; this only picks the dice.
     """
+    if strategy is Strategy.CHOSEN:
+        raise ValueError("the player names these dice: see chosen_indexes")
     failures = [i for i in _lowest_first(regular, frozenset()) if not is_success(regular[i])]
     tens = [i for i, face in enumerate(regular) if face == CRITICAL_FACE]
     if strategy is Strategy.FAILURES:
@@ -284,6 +287,37 @@ def reroll_problem(dice: Dice, difficulty: int, strategy: Strategy) -> str | Non
                 f"{REROLL_LIMIT}: the 10s left would still pair with the Hunger 10"
             )
     return None
+
+
+def chosen_problem(dice: Dice, faces: Sequence[int]) -> str | None:
+    """Why the player cannot re-roll the regular dice showing ``faces`` (one die per face named,
+    so ``4 4`` is two 4s), or ``None``. Which dice to throw again is the player's choice: any
+    one, two or three regular dice, whatever they show."""
+    if not dice.regular:
+        return "all your dice are Hunger dice, and Willpower never re-rolls those"
+    if not 1 <= len(faces) <= REROLL_LIMIT:
+        return f"Willpower re-rolls one to {REROLL_LIMIT} dice; you named {len(faces)}"
+    shown = " ".join(str(face) for face in dice.regular)
+    for face in sorted(set(faces)):
+        wanted, there = faces.count(face), dice.regular.count(face)
+        if wanted <= there:
+            continue
+        if there:
+            verb = "shows" if there == 1 else "show"
+            return f"only {there} of your regular dice {verb} {face} ({shown})"
+        hunger = " (a Hunger die does, and Willpower never re-rolls those)"
+        note = hunger if face in dice.hunger else ""
+        return f"none of your regular dice shows {face} ({shown}){note}"
+    return None
+
+
+def chosen_indexes(regular: Sequence[int], faces: Sequence[int]) -> tuple[int, ...]:
+    """The regular dice (indexes) showing ``faces``, the first rolled of each face first; the
+    faces must be there (see :func:`chosen_problem`)."""
+    taken: list[int] = []
+    for face in faces:
+        taken.append(next(i for i, f in enumerate(regular) if f == face and i not in taken))
+    return tuple(sorted(taken))
 
 
 def reroll(regular: Sequence[int], indexes: Sequence[int], new: Sequence[int]) -> tuple[int, ...]:

@@ -366,6 +366,11 @@ REROLL_BUTTONS = (
 )
 
 
+def _how(strategy: rules.Strategy | None) -> str:
+    """How the re-rolled dice were picked, as the reply says it."""
+    return "your choice" if strategy is rules.Strategy.CHOSEN else str(strategy)
+
+
 def reroll_options(outcome: V5Outcome) -> list[rules.Strategy]:
     """The Willpower re-roll strategies that would do something for this roll (none for an
     automatic win, a tracker roll or a roll already re-rolled)."""
@@ -593,10 +598,13 @@ class V5Variant(Variant[Request, AnyOutcome]):
             await context.state.set(key, record)
         return outcome
 
-    def reroll_request(self, record: Any, strategy: rules.Strategy) -> RerollRequest:
+    def reroll_request(
+        self, record: Any, strategy: rules.Strategy, chosen: Sequence[int] = ()
+    ) -> RerollRequest:
         """The Willpower re-roll of the last roll ``record`` (as :meth:`settle` stored it), or a
         friendly error saying why that roll cannot be re-rolled this way. In a contest between
-        two chat users the record says whose side the caller rolled: only those dice."""
+        two chat users the record says whose side the caller rolled: only those dice. With
+        :attr:`~rules.Strategy.CHOSEN`, ``chosen`` are the faces of the dice the player picked."""
         if record is None:
             raise UsageError("you have no roll in this room to re-roll yet: roll first")
         if not isinstance(record, dict) or record.get("kind") not in ("roll", "check"):
@@ -638,10 +646,16 @@ class V5Variant(Variant[Request, AnyOutcome]):
             dice_, needed = outcome.opponent, outcome.actor.successes + 1  # ties go to the actor
         else:
             dice_, needed = outcome.actor, outcome.verdict.difficulty
-        problem = rules.reroll_problem(dice_, needed, strategy)
+        if strategy is rules.Strategy.CHOSEN:
+            problem = rules.chosen_problem(dice_, chosen)
+        else:
+            problem = rules.reroll_problem(dice_, needed, strategy)
         if problem is not None:
             raise UsageError(problem)
-        indexes = rules.reroll_indexes(dice_.regular, strategy)
+        if strategy is rules.Strategy.CHOSEN:
+            indexes = rules.chosen_indexes(dice_.regular, chosen)
+        else:
+            indexes = rules.reroll_indexes(dice_.regular, strategy)
         return RerollRequest(base=base, faces=faces, indexes=indexes, strategy=strategy, side=side)
 
     def compose(self, outcomes: Sequence[AnyOutcome], who: str, comment: str | None) -> list[Node]:
@@ -737,8 +751,11 @@ class V5Variant(Variant[Request, AnyOutcome]):
             Text(" — a contest: the opposition rolls too and you win ties"),
             BR,
             Text("After a roll: "),
-            code("!reroll [failures|crits|messy|risky]"),
-            Text(" spends Willpower to re-roll as many as three regular dice; "),
+            code("!reroll [failures|crits|messy|risky | FACE …]"),
+            Text(
+                " spends Willpower to re-roll as many as three regular dice (picked by a "
+                "strategy, or the ones you name by their faces); "
+            ),
             code("!rouse [N] [h H]"),
             Text(" makes rouse checks."),
         ]
@@ -968,7 +985,7 @@ def render(outcome: V5Outcome) -> list[Node]:
         after = " ".join(str(regular[index]) for index in outcome.rerolled)
         body += [
             BR,
-            Text(f"Willpower re-roll ({outcome.strategy}): {before} → {after}. "),
+            Text(f"Willpower re-roll ({_how(outcome.strategy)}): {before} → {after}. "),
             Text("It costs one Superficial damage to Willpower."),
         ]
     return body
