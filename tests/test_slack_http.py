@@ -66,6 +66,14 @@ def adapter_for(
     return SlackAdapter(make_core(faces, plugin), settings_for(fake, **settings), environ=ENV)
 
 
+def with_slack_id(fake: FakeSlack, user: str) -> str:
+    """``user`` again under an id as long as Slack's (the fake's are shorter than any real one, and
+    a reply points at a person only by an id that looks like Slack's: see coterie_slack.mrkdwn)."""
+    slack_id = user.ljust(11, "0")
+    fake.users[slack_id] = {**fake.users[user], "id": slack_id}
+    return slack_id
+
+
 def message_of(call: Any) -> dict[str, Any]:
     """A posted message as a later block_actions payload shows it (with its ts)."""
     return {**call.params, "ts": call.result["ts"]}
@@ -898,6 +906,22 @@ async def test_a_private_part_goes_to_a_direct_message_where_ephemeral_cannot(fa
     assert [r["text"].splitlines()[0] for r in room] == ["Lynn made a secret roll."]
 
 
+async def test_an_ask_tells_the_player_by_a_slack_mention(fake, session):
+    """The Storyteller's `!ask <@U…> … secret` names the player by Slack's own mention, so Slack
+    shows their name and notifies them; a name typed after "@" stays text."""
+    asked = "U0OTHER123"
+    async with serving(adapter_for(fake)) as adapter:
+        for text in ("!storyteller claim", f"!ask <@{asked}> 5 6 secret", "!ask @bob 3 7 secret"):
+            await post_event(session, adapter, message_event(text, user=MARK))
+            await settle(adapter)
+    room = [c.params for c in fake.ok_calls("chat.postMessage") if c.params["channel"] == CHANNEL]
+    ask, typed = room[-2:]
+    assert section_text(ask["blocks"]).startswith(f"*Mark Roe* asks <@{asked}> to roll `5`")
+    assert ask["text"].startswith(f"Mark Roe asks <@{asked}> to roll 5 against")
+    assert section_text(typed["blocks"]).startswith("*Mark Roe* asks bob to roll `3`")
+    assert "<@" not in typed["text"]
+
+
 async def test_a_character_sheet_is_rendered_as_block_kit(fake, session):
     """#17: `!sheet` through the real adapter: a section of mrkdwn, the name bold, the plain
     fallback the same words."""
@@ -977,6 +1001,7 @@ async def test_contest_and_vs_a_mentioned_player_by_trait_names(fake, session):
     faces = [8, 8, 3, 2, 1, *[9, 7, 7, 4, 4], *[6, 6, 6, 6, 6], *[2, 2, 2, 8]]
     core = make_core(faces, limits={"rate": {"enabled": False}})
     adapter = SlackAdapter(core, settings_for(fake), environ=ENV)
+    mark = with_slack_id(fake, MARK)
     async with serving(adapter):
 
         async def say(text: str, user: str = LYNN) -> dict[str, Any]:
@@ -987,14 +1012,16 @@ async def test_contest_and_vs_a_mentioned_player_by_trait_names(fake, session):
 
         await say("!char new Lise")
         await say("!char set Strength 3 Brawl 2 Dexterity 3 Athletics 1")
-        await say("!char new Max", user=MARK)
-        await say("!char set Dexterity 4 Athletics 1", user=MARK)
-        challenge = await say(f"!contest <@{MARK}> Strength+Brawl")
-        answer = await say("!resist Dex+Athletics", user=MARK)
-        await say("!storyteller claim", user=MARK)
-        versus = await say(f"!roll 5 6 vs <@{LYNN}> Dex+Athletics 7", user=MARK)
+        await say("!char new Max", user=mark)
+        await say("!char set Dexterity 4 Athletics 1", user=mark)
+        challenge = await say(f"!contest <@{mark}> Strength+Brawl")
+        answer = await say("!resist Dex+Athletics", user=mark)
+        await say("!storyteller claim", user=mark)
+        versus = await say(f"!roll 5 6 vs <@{LYNN}> Dex+Athletics 7", user=mark)
+    # the challenged is told by Slack's own mention, in the blocks and in the text (notifications)
+    assert section_text(challenge["blocks"]).startswith(f"*Lynn* challenges <@{mark}> (a resisted")
+    assert challenge["text"].startswith(f"Lynn challenges <@{mark}> (a resisted roll)")
     # the challenge stores the pool's names; they are read when the answer is rolled
-    assert section_text(challenge["blocks"]).startswith("*Lynn* challenges ")
     assert "Strength" not in challenge["text"]
     mrkdwn = section_text(answer["blocks"])
     assert mrkdwn.startswith("*Lynn vs Mark Roe*\n5 dice, difficulty 6 (Standard): ~8~ *8* 3 2 ~1~")

@@ -24,6 +24,7 @@ from coterie.render.elements import (
     Die,
     Image,
     Italic,
+    Mention,
     Node,
     Reply,
     Role,
@@ -49,6 +50,7 @@ from coterie_slack.dedup import NAMESPACE, RecentDeliveries, delivery_key
 from coterie_slack.mrkdwn import (
     WORD_JOINER,
     SlackEncoder,
+    SlackPlainEncoder,
     decode,
     escape,
     remove_mentions,
@@ -118,6 +120,34 @@ def test_formatting_nodes():
 def test_die_faces_are_styled_by_role(role, tags, shown):
     face = int(shown.strip("*_~[]"))
     assert MRKDWN.encode([Die(face, role, tags=frozenset(tags))]) == shown
+
+
+@pytest.mark.parametrize(
+    ("mention", "shown"),
+    [
+        # to be told, by a Slack user id: Slack's own mention (it shows the name and notifies)
+        (Mention("U024BE7LH", "U024BE7LH", notify=True), "<@U024BE7LH>"),
+        (Mention("W0123456789", "Lynn", notify=True), "<@W0123456789>"),
+        # a name typed after "@", or anything short of an id: the label, never a broken mention
+        (Mention("bob", "bob", notify=True), "bob"),
+        (Mention("UMBRA", "UMBRA", notify=True), "UMBRA"),
+        (Mention("u024be7lh", "u024be7lh", notify=True), "u024be7lh"),
+        (Mention("C024BE7LH", "C024BE7LH", notify=True), "C024BE7LH"),
+        (Mention("U024BE7LH|x", "x", notify=True), "x"),
+        # named in passing: the label, no ping
+        (Mention("U024BE7LH", "U024BE7LH"), "U024BE7LH"),
+        # the label is text like any other: escaped, broadcasts defused
+        (Mention("<!channel>", "<!channel> & co", notify=True), "&lt;!channel&gt; &amp; co"),
+        (Mention("U024BE7LH", "<@U1> & @here"), f"&lt;@U1&gt; &amp; @{WORD_JOINER}here"),
+    ],
+)
+def test_a_mention_notifies_only_a_slack_user_id(mention, shown):
+    """In the mrkdwn and in the ``text`` fallback alike (Slack's notifications read the latter)."""
+    nodes: list[Node] = [Text("ask "), mention, Text(".")]
+    assert MRKDWN.encode(nodes) == f"ask {shown}."
+    assert SlackPlainEncoder().encode(nodes) == f"ask {shown}."
+    # inside formatting too
+    assert MRKDWN.encode([Bold((mention,))]) == f"*{shown}*"
 
 
 def test_incoming_text_is_decoded():
@@ -214,6 +244,17 @@ def test_split_text_never_cuts_an_escape():
     assert pieces == ["a" * 9, "&amp;" + "b" * 6, "b" * 4]
     assert split_text("\n \n", 5) == []
     assert truncate("abc&lt;d", 6) == "abc…"
+
+
+def test_split_text_never_cuts_a_mention():
+    text = "a" * 9 + "<@U024BE7LH>" + "b" * 5
+    assert split_text(text, 14) == ["a" * 9, "<@U024BE7LH>bb", "bbb"]
+    assert split_text(text, 21) == ["a" * 9 + "<@U024BE7LH>", "b" * 5]
+    assert truncate(text, 15) == "a" * 9 + "…"
+    # a reply too long for one section: the mention arrives whole in the next
+    reply = Reply([Text("x" * (MAX_SECTION_TEXT - 5)), Mention("U024BE7LH", "L", notify=True)])
+    sections = [b["text"]["text"] for b in build_message(reply, owner="U1").blocks]
+    assert sections == ["x" * (MAX_SECTION_TEXT - 5), "<@U024BE7LH>"]
 
 
 def test_buttons_too_long_for_slack_are_left_out():

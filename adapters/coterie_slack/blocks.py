@@ -173,7 +173,8 @@ def without_buttons(blocks: Iterable[Block]) -> list[Block]:
 
 def split_text(text: str, limit: int) -> list[str]:
     """``text`` in pieces of at most ``limit`` characters, cut at line ends where possible and
-    never inside an ``&amp;``-style escape. Blank pieces are dropped (Slack refuses them)."""
+    never inside an ``&amp;``-style escape or a ``<@U…>`` mention. Blank pieces are dropped (Slack
+    refuses them)."""
     pieces: list[str] = []
     current = ""
     for line in text.split("\n"):
@@ -192,8 +193,18 @@ def split_text(text: str, limit: int) -> list[str]:
     return [piece for piece in pieces if piece.strip()]
 
 
+#: the longest ``<@U…>`` a cut keeps whole (Slack's user ids have 9 or 11 characters)
+_MENTION_MOST = 32
+
+
 def _safe_cut(line: str, limit: int) -> int:
-    """``limit``, or the start of an escape (``&amp;``, ``&lt;``, ``&gt;``) that it would split."""
+    """``limit``, or the start of an escape (``&amp;``, ``&lt;``, ``&gt;``) or of a mention
+    (``<@U…>``) that it would split."""
+    # in mrkdwn and the fallback every "<" opens a mention (all other text has its "<" escaped);
+    # in a plain-text button label, cutting before a "<" is merely a little early
+    opened = line.rfind("<", max(1, limit - _MENTION_MOST), limit)
+    if opened != -1 and line.find(">", opened, limit) == -1:
+        return opened
     for start in range(max(1, limit - 4), limit):
         for entity in ("&amp;", "&lt;", "&gt;"):
             if line.startswith(entity, start) and start + len(entity) > limit:

@@ -3,7 +3,9 @@ fallback), and incoming message text back to what the user typed.
 
 Slack asks for exactly three escapes in message text: ``&`` → ``&amp;``, ``<`` → ``&lt;``,
 ``>`` → ``&gt;``. With them no user or rule text can form a ``<…>`` control sequence: no
-``<!channel>`` or ``<@U…>`` mention, no ``<http://…|link>``. Broadcast words typed as plain text
+``<!channel>`` or ``<@U…>`` mention, no ``<http://…|link>``. The only ``<@U…>`` written is a
+:class:`~coterie.render.elements.Mention` element the core put in the reply to notify a person by
+their Slack user id (:func:`encode_mention`). Broadcast words typed as plain text
 (``@here``, ``@channel``, ``@everyone``) get an invisible word joiner after the ``@`` so that no
 client or ``link_names`` setting turns them into a ping. Section texts are also sent with
 ``verbatim: true`` (see :mod:`coterie_slack.blocks`), so Slack does not auto-link URLs or names.
@@ -15,7 +17,7 @@ import functools
 import re
 from typing import ClassVar
 
-from coterie.render.elements import Actions, Die, Image, Role
+from coterie.render.elements import Actions, Die, Image, Mention, Role
 from coterie.render.encode import Encoder
 
 #: U+2060 WORD JOINER: invisible, and breaks Slack's ``@here`` / ``@channel`` parsing
@@ -29,6 +31,22 @@ def escape(value: str) -> str:
         return value  # most texts of a reply (a few dozen each): nothing to escape
     value = value.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
     return _BROADCAST.sub("@" + WORD_JOINER, value)
+
+
+#: a Slack user id: ``U`` or ``W``, then capitals and digits, 9 characters or more in all (Slack's
+#: are 9 or 11 and may grow). The core keeps a name typed after ``@`` (``!ask @bob …``) as the
+#: person's user just like an id it got from ``<@U…>``, so only a user that looks like this is
+#: written as a Slack mention: a typed name is never shown as a broken one ("@unknown user")
+_USER_ID = re.compile(r"[UW][A-Z0-9]{8,}")
+
+
+def encode_mention(value: Mention) -> str:
+    """A person in a reply: Slack's own ``<@U…>`` when the core wants them told (Slack shows their
+    name and notifies them) and ``user`` is a Slack user id; otherwise the label as text (a
+    ``<@U…>`` would notify, and one pointing at no user shows as a broken mention)."""
+    if value.notify and _USER_ID.fullmatch(value.user):
+        return f"<@{value.user}>"  # nothing to escape: capitals and digits only
+    return escape(value.label)
 
 
 def _wrap(marker: str, inner: str) -> str:
@@ -83,6 +101,9 @@ class SlackEncoder(Encoder):
         face = f"[{die.face}]" if "hunger" in die.tags else str(die.face)
         return self.DIE_STYLE[die.role].format(face)
 
+    def mention(self, mention: Mention) -> str:
+        return encode_mention(mention)
+
     def image(self, image: Image) -> str:
         self.images.append(image)
         return f"[image: {escape(image.alt)}]" if self.inline_images else ""
@@ -103,6 +124,10 @@ class SlackPlainEncoder(Encoder):
 
     def code(self, value: str) -> str:
         return escape(value)
+
+    def mention(self, mention: Mention) -> str:
+        # the mention itself, as in the mrkdwn: Slack's notifications read this field
+        return encode_mention(mention)
 
     def image(self, image: Image) -> str:
         return f"[image: {escape(image.alt)}]" if self.inline_images else ""
