@@ -995,6 +995,28 @@ async def test_v5_remorse_vs_by_name_and_a_macro_in_block_kit(fake, session):
     assert hunt["text"] == plain_words(mrkdwn).replace("[3]", "3")
 
 
+async def test_a_v5_reroll_of_the_dice_the_player_names(fake, session):
+    """``!reroll 8 1`` through the real adapter: the named regular dice thrown again, shown
+    styled in mrkdwn with the plain fallback saying the same."""
+    core = make_core([3, 8, 2, 1, 10, 9, 6], variants=("revised", "v5"))
+    adapter = SlackAdapter(core, settings_for(fake), environ=ENV)
+    async with serving(adapter):
+
+        async def say(text: str) -> dict[str, Any]:
+            status, _ = await post_event(session, adapter, message_event(text))
+            assert status == 200
+            await settle(adapter)
+            return fake.ok_calls("chat.postMessage")[-1].params
+
+        await say("!variant v5")
+        await say("!roll 5 1 3")
+        reroll = await say("!reroll 8 1")
+    mrkdwn = section_text(reroll["blocks"])
+    assert "Difficulty 3: 3 *9* 2 *6* | Hunger *[10]*\n*Win* — 3 successes, margin 0" in mrkdwn
+    assert "Willpower re-roll (your choice): 8 1 → 9 6." in mrkdwn
+    assert "Difficulty 3: 3 9 2 6 | Hunger 10\nWin — 3 successes, margin 0" in reroll["text"]
+
+
 async def test_contest_and_vs_a_mentioned_player_by_trait_names(fake, session):
     """#17 between two Slack users: a contest by Trait names, each side read from its own
     player's sheet, the challenged named by a Slack mention; the Storyteller's `vs @user`."""
