@@ -136,6 +136,23 @@ def test_a_person_named_in_a_reply_is_bold_in_colour_and_bare_when_piped(make_ap
     assert "\x1b[1mb?b\x1b[0m" in run_console(make_app, "!contest @b\x1bb 3 6\n", color="always")
 
 
+def test_a_v5_reroll_of_the_dice_the_player_names_in_the_terminal(make_app):
+    import asyncio
+
+    app = make_app(
+        faces=[3, 8, 2, 1, 10, 9, 6], plugins={"enable": ["v5"]}, defaults={"variant": "v5"}
+    )
+    stdout = io.StringIO()
+    stdin = io.StringIO("!roll 5 1 3\n!reroll 8 1\n")
+    asyncio.run(
+        ConsoleAdapter(app, {"user": "Ana", "color": "always"}, stdin=stdin, stdout=stdout).run()
+    )
+    out = stdout.getvalue()
+    green, reset = "\x1b[1;32m", "\x1b[0m"
+    assert f"Difficulty 3: \x1b[2m3{reset} {green}9{reset} \x1b[2m2{reset} {green}6{reset}" in out
+    assert "Willpower re-roll (your choice): 8 1 → 9 6." in out
+
+
 def test_console_adapter_stops_at_eof_with_no_input(make_app):
     assert run_console(make_app, "") == ""
 
