@@ -515,3 +515,46 @@ async def test_the_storyteller_deletes_an_npc_after_confirming_privately() -> No
     assert await t.ok("st", "!npc delete guard confirm") == "An NPC was deleted."
     assert "no NPC" in await t.error("st", "!npc sheet Guard")
     assert "only the Storyteller" in await t.error("alice", "!npc delete Guard confirm")
+
+
+async def test_the_storyteller_rouses_an_npc_whose_hunger_moves() -> None:
+    t = await claimed("v5")
+    await t.ok("st", "!npc new Guard")
+    await t.ok("st", "!npc hunger Guard 2")
+    t.faces(3)  # a failed check: the Guard's Hunger rises, in secret while NPCs are hidden
+    assert await t.ok("st", "!npc rouse Guard") == "Guard made a secret NPC rouse."
+    seen = private_text(t.last, "st")
+    assert "Rouse check: 3 — failed\nHunger 2 → 3." in seen
+    assert "Guard: Hunger 2/5 → 3/5" in seen
+    assert "Guard" not in await t.ok("bob", "!log")
+    t.faces(7, 2)  # in the open: two checks, one fails
+    shown = await t.ok("st", "!npc rouse Guard 2 public")
+    assert shown.startswith("Guard\n2 rouse checks: 7 2 — 1 passed, 1 failed")
+    assert "Guard: Hunger 3/5 → 4/5" in shown
+    await t.ok("st", "!npc secret off")
+    t.faces(9)
+    assert "Guard: Hunger" not in await t.ok("st", "!npc rouse Gu")  # passed: nothing moves
+    [sheet] = [r for r in await changes(t) if r.detail["new"] == "4/5"]
+    assert sheet.detail["character"] == "Guard" and sheet.detail["reason"] == "rouse"
+    # the Storyteller's own character is not the one that moves
+    await t.ok("st", "!char new Mira")
+    t.faces(1)
+    out = await t.ok("st", "!npc rouse Guard public")
+    assert "Mira" not in out and "Guard: Hunger 4/5 → 5/5" in out
+
+
+async def test_only_the_storyteller_rouses_an_npc_and_only_where_rouse_is_a_command() -> None:
+    t = await claimed("v5")
+    await t.ok("st", "!npc new Guard")
+    assert "only" in await t.error("alice", "!npc rouse Guard")
+    assert "no NPC" in await t.error("st", "!npc rouse Nobody")
+    assert "which NPC?" in await t.error("st", "!npc rouse")
+    refused = await t.error("st", "!npc rouse Guard 99 public")
+    assert "checks must be between 1 and 20" in refused
+    assert "Usage: !npc rouse NAME [N] [h H] [# comment]" in refused
+    assert "That NPC command was refused" in await t.error("st", "!npc rouse Guard 99")
+    assert "Usage: !npc rouse NAME [N]" in private_text(t.last, "st")
+    t2 = await claimed("revised")
+    await t2.ok("st", "!npc new Guard")
+    assert "roll for whom?" in await t2.error("st", "!npc rouse Guard")
+    assert [r for r in await entries(t) if r.is_roll] == []

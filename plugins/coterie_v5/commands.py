@@ -245,7 +245,7 @@ async def rouse(ctx: CommandContext) -> Reply:
         )
     outcome = await ctx.roll(request)
     assert isinstance(outcome, V5Outcome | RouseOutcome)
-    body = variant.compose([outcome], ctx.message.display_name, ctx.line.comment)
+    body = variant.compose([outcome], ctx.roller_name, ctx.line.comment)
     return Reply(body, meta={"variant": variant.name})
 
 
@@ -260,9 +260,11 @@ COMMANDS = [
         handler=reroll,
         variants=("v5",),
         details=(
-            "failures (default): the failed dice; crits: dice that are not 10s, failures "
-            "first; messy: the regular 10s of a messy critical; risky: those 10s, then "
-            "failures. Never Hunger dice, checks, tracker rolls, or a roll already re-rolled."
+            "Name the dice by their faces (`!reroll 8 1`: the regular 8 and the regular 1), "
+            "or let a strategy pick them: failures (default): the failed dice; crits: dice "
+            "that are not 10s, failures first; messy: the regular 10s of a messy critical; "
+            "risky: those 10s, then failures. Never Hunger dice, checks, tracker rolls, or a "
+            "roll already re-rolled."
         ),
     ),
     Command(
@@ -286,6 +288,8 @@ COMMANDS = [
         examples=("!rouse", "!rouse 2 h2"),
         handler=rouse,
         variants=("v5",),
-        details="Give your Hunger (`h2`) and the reply says what it becomes.",
+        details="Give your Hunger (`h2`) and the reply says what it becomes. The Storyteller "
+        "rouses an NPC's Blood with `!npc rouse NAME [N]` (its sheet's Hunger moves).",
+        for_npcs=True,
     ),
 ]

@@ -89,10 +89,19 @@ class CommandContext:
     notes: list[Node] = field(default_factory=list)
     #: the Storyteller character this command rolls for (``!npc roll Guard``: ``guard``), if any
     character: str | None = None
+    #: the name a reply gives whoever rolls, when it is not the caller's (``!npc rouse Guard``:
+    #: ``Guard``); see :attr:`roller_name`
+    speaker: str | None = None
 
     @property
     def args(self) -> str:
         return self.line.args
+
+    @property
+    def roller_name(self) -> str:
+        """Whom the reply names as rolling: :attr:`speaker`, else the caller's display name
+        (the roll log keeps the caller's, so a secret NPC's name never shows there)."""
+        return self.speaker or self.message.display_name
 
     @property
     def store(self) -> StateStore | Transaction:
@@ -351,6 +360,10 @@ class Command:
     #: the usage line in a room on a given rule set, when it depends on the rule set's grammar
     #: (``!resist``: a V5 pool takes Hunger, a revised one a difficulty); else :attr:`usage`
     usage_for: Callable[[Variant[Any, Any]], str] | None = field(default=None, compare=False)
+    #: the Storyteller may run it for an NPC, ``!npc NAME-OF-COMMAND NPC ARGS`` (``!npc rouse
+    #: Guard 2``): the NPC's sheet stands for the caller's active character
+    #: (``coterie_active_character``, the trackers its rolls move) and the reply names the NPC
+    for_npcs: bool = False
 
     @property
     def names(self) -> tuple[str, ...]:

@@ -22,7 +22,7 @@ from coterie.play import sheets
 from coterie.play.poolwords import _PART, _by_name, _names_trait, _opposed, opponent_word
 from coterie.play.poolwords import canonical as canonical
 from coterie.play.poolwords import canonical_roll as canonical_roll
-from coterie.play.roster import chronicle_of, opponent, templates
+from coterie.play.roster import NPC_OWNER, chronicle_of, opponent, templates
 from coterie.render.elements import BR, Text
 
 #: a letter (what a Trait name, an option's name and ``vs`` each have)
@@ -418,14 +418,21 @@ async def _own(
 
 @hookimpl
 async def coterie_active_character(ctx: CommandContext) -> CharacterView | None:
-    """The caller's active character as a rule set's own command reads it (one read)."""
+    """The caller's active character as a rule set's own command reads it (one read); for a
+    command the Storyteller runs for an NPC (``!npc rouse Guard``), the NPC's sheet."""
     template = templates(ctx.app).get(ctx.variant.name)
     if template is None:
         return None
-    active = await ctx.store.active_character(chronicle_of(ctx), ctx.message.user, readonly=True)
-    if active is None:
-        return None
-    sheet = active.sheet
+    resolver = ctx.resolver
+    if isinstance(resolver, SheetPools) and resolver.sheet.get("owner") == NPC_OWNER:
+        sheet = resolver.sheet
+    else:
+        active = await ctx.store.active_character(
+            chronicle_of(ctx), ctx.message.user, readonly=True
+        )
+        if active is None:
+            return None
+        sheet = active.sheet
     names = [spec.name for spec in template.traits.values()] + list(sheet["custom"])
     level, penalty = sheets.wound_penalty(template, sheet)
     ratings = {name: sheets.rating(template, sheet, name) for name in names}

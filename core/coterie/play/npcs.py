@@ -18,7 +18,7 @@ from typing import Any
 
 from coterie.errors import UsageError
 from coterie.framework.characters import fold
-from coterie.framework.commands import CommandContext, parse_requests
+from coterie.framework.commands import Command, CommandContext, parse_requests
 from coterie.framework.grammar import shorten, tokens
 from coterie.play.byname import SheetPools
 from coterie.play.characters import _edit as edit_sheet
@@ -113,6 +113,41 @@ async def _npc(ctx: CommandContext, action: str, words: list[str]) -> Found:
     if found is None:
         raise UsageError(f'no NPC "{words[0][:40]}" in this chronicle (`!npc list` lists them)')
     return found
+
+
+def npc_command(ctx: CommandContext, action: str) -> Command | None:
+    """The room's command ``action`` names when the Storyteller may run it for an NPC
+    (:attr:`Command.for_npcs`, e.g. v5's ``!rouse``), else ``None``."""
+    command = ctx.app.find_command(action, ctx.variant.name, "")
+    return command if command is not None and command.for_npcs else None
+
+
+async def run_for_npc(
+    ctx: CommandContext, command: Command, words: list[str], *, hidden: bool
+) -> Reply:
+    """``!npc rouse Guard 2``: ``command`` run as the NPC (its sheet the active character, the
+    trackers its rolls move the NPC's, the reply under its name). A refusal shows the call as
+    written for an NPC, and says why only to the Storyteller while the NPC is ``hidden``."""
+    found = await _npc(ctx, command.name, words)
+    read_from(ctx, found.sheet)
+    ctx.line = replace(ctx.line, args=" ".join(words[1:]))
+    ctx.speaker, ctx.character = found.name, fold(found.name)
+    try:
+        result = await ctx.app.guard.invoke(command, ctx)  # (as the room's own command runs)
+    except UsageError as error:
+        usage = error.usage or command.usage_in(ctx.variant)
+        error.usage = usage.replace(f"!{command.name}", f"!npc {command.name} NAME", 1)
+        if not hidden:
+            raise
+        return refused_privately(ctx, error)
+    return result if isinstance(result, Reply) else Reply(list(result))
+
+
+def take_notes(ctx: CommandContext) -> list[Node]:
+    """The lines plugins added under a secret NPC roll (a tracker it moved): for its private
+    parts, never the room."""
+    notes, ctx.notes = ctx.notes, []
+    return notes
 
 
 async def npc_tracker_command(

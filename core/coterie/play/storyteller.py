@@ -31,12 +31,15 @@ from coterie.hookimpl import hookimpl
 from coterie.play.changelog import last_roll
 from coterie.play.npcs import (
     macro_args,
+    npc_command,
     npc_macro_command,
     npc_sheet_command,
     npc_tracker_command,
     read_from,
     refused_privately,
+    run_for_npc,
     sheet_of,
+    take_notes,
 )
 from coterie.play.rooms import (
     claimed_storytellers,
@@ -72,7 +75,8 @@ ANSWER_USAGE = "!answer [POOL]"
 NPC_USAGE = (
     "!npc roll NAME POOL|MACRO [DIFFICULTY] [options] | new NAME | set NAME TRAIT N … | "
     "sheet NAME | list | hunger|wp|… NAME [N|+N|-N] | damage|heal NAME N [KIND] | "
-    "macro NAME [list | add MACRO = ROLL | del MACRO] | delete NAME | secret on|off"
+    "macro NAME [list | add MACRO = ROLL | del MACRO] | rouse NAME [N] (v5) | delete NAME | "
+    "secret on|off"
 )
 #: the ``!npc`` actions on NPCs' sheets (:mod:`coterie.play.npcs`)
 NPC_SHEET_ACTIONS = ("new", "set", "add", "remove", "spec", "unspec", "sheet", "list", "delete")
@@ -398,11 +402,19 @@ async def npc(ctx: CommandContext) -> Reply | list[Node]:
         return await npc_sheet_command(ctx, action, words[1:])
     if action == "macro":
         return await npc_macro_command(ctx, words[1:])
-    if action in NPC_TRACKER_ACTIONS:
+    runs = npc_command(ctx, action)
+    if action in NPC_TRACKER_ACTIONS or runs is not None:
         rest, public = _without_word(" ".join(words[1:]), "public")
         rest, secret_asked = _without_word(rest, SECRET_WORD)
         hidden = secret_asked or (not public and bool(await state.get("npc_secret", True)))
-        return await npc_tracker_command(ctx, action, rest.split(), hidden=hidden)
+        if runs is None:
+            return await npc_tracker_command(ctx, action, rest.split(), hidden=hidden)
+        ctx.secret = hidden
+        done = await run_for_npc(ctx, runs, rest.split(), hidden=hidden)
+        if not hidden or done.is_error:
+            return done
+        who, what = ctx.roller_name, f"NPC {runs.name}"
+        return await secret_reply(ctx, done.body + take_notes(ctx), who=who, what=what)
     if action != "roll" or len(words) < 3:
         raise UsageError("roll for whom? `!npc roll Guard 5 6`", usage=NPC_USAGE)
     who = words[1][:40]
@@ -433,15 +445,8 @@ async def npc(ctx: CommandContext) -> Reply | list[Node]:
         return Reply(full, meta={"variant": ctx.variant.name})
     # the trackers a secret NPC roll moved are as secret as the roll (a player's sheet is no
     # secret: under a player's secret roll they show in the room)
-    full += _take_notes(ctx)
+    full += take_notes(ctx)
     return await secret_reply(ctx, full, who=who, what="NPC roll")
-
-
-def _take_notes(ctx: CommandContext) -> list[Node]:
-    """The lines plugins added under a secret NPC roll (a tracker it moved): for its private
-    parts, never the room."""
-    notes, ctx.notes = ctx.notes, []
-    return notes
 
 
 @hookimpl
