@@ -421,3 +421,22 @@ def test_npc_trackers_are_private_to_the_storyteller_and_the_log_shows_changes(m
     log = lines[lines.index("Last 2 entries") :]
     assert log[1].endswith("carol changed a tracker in secret")
     assert log[2].endswith("alice Lise: Health [.......] Healthy → [/......] Bruised")
+
+
+def test_an_npc_rouse_check_is_private_to_the_storyteller(make_app):
+    """v5's ``!npc rouse`` on the console: the table sees that the NPC made a secret check; the
+    Storyteller's private lines have the die and the NPC's Hunger rising."""
+    app = make_app(faces=[2], plugins={"enable": ["v5"]}, defaults={"variant": "v5"})
+    out = run_lines(
+        app,
+        "carol: !storyteller claim\n"
+        "carol: !npc new Guard\n"
+        "carol: !npc hunger Guard 1\n"
+        "carol: !npc rouse Guard\n",
+    )
+    assert "Guard made a secret NPC rouse.\n" in out
+    assert (
+        "(private to carol) Guard\nRouse check: 2 — failed\nHunger 1 → 2.\n"
+        "Guard: Hunger 1/5 → 2/5\nsecret: only you and the Storyteller see this"
+    ) in out
+    assert out.count("Rouse check") == 1  # the room's lines have none of it

@@ -1086,3 +1086,24 @@ async def test_npc_trackers_go_to_the_storyteller_ephemerally_and_log_lines_rend
     assert log.startswith("*Last 2 entries*")
     assert "*Lynn* Lise: Health [.......] Healthy → [/......] Bruised" in log
     assert "*Mark Roe* changed a tracker in secret" in log and "Guard" not in log
+
+
+async def test_an_npc_rouse_check_goes_to_the_storyteller_ephemerally(fake, session):
+    """v5's ``!npc rouse``: the room learns only that the NPC made a secret check; the dice and
+    the Hunger the NPC's sheet gained reach the Storyteller alone, as mrkdwn."""
+    core = make_core([3], variants=("revised", "v5"))
+    async with serving(SlackAdapter(core, settings_for(fake), environ=ENV)) as adapter:
+        for text in ("!variant v5", "!storyteller claim", "!npc new Guard", "!npc hunger Guard 2"):
+            await post_event(session, adapter, message_event(text, user=MARK))
+            await settle(adapter)
+        await post_event(session, adapter, message_event("!npc rouse Guard", user=MARK))
+        await settle(adapter)
+    room = fake.ok_calls("chat.postMessage")[-1].params
+    assert room["text"] == "Guard made a secret NPC rouse." and "Hunger" not in json.dumps(room)
+    [secret] = [
+        c.params for c in fake.ok_calls("chat.postEphemeral") if "Rouse" in c.params["text"]
+    ]
+    assert secret["user"] == MARK and secret["channel"] == CHANNEL
+    mrkdwn = section_text(secret["blocks"])
+    assert mrkdwn.startswith("*Guard*\nRouse check: 3 — *failed*\nHunger 2 → *3*.")
+    assert "Guard: Hunger 2/5 → 3/5" in mrkdwn
