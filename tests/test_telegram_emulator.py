@@ -21,7 +21,8 @@ from coterie_telegram.html import visible_text
 from telegram_emulator import BOT_USERNAME, Emulator, new_token, running_emulator
 from telegram_fake import make_core, serving, settle
 
-LYNN = {"id": 501, "is_bot": False, "first_name": "Lynn", "username": "lynn"}
+#: (Telegram usernames have 5 characters or more: a reply mentions only such a one by @name)
+LYNN = {"id": 501, "is_bot": False, "first_name": "Lynn", "username": "lynn_r"}
 MARK = {"id": 502, "is_bot": False, "first_name": "Mark"}
 
 
@@ -146,6 +147,20 @@ async def test_a_v5_roll_then_a_willpower_reroll(emulator):
     assert again["text"].startswith("⚠ your last roll was already re-rolled")
 
 
+async def test_a_v5_reroll_of_the_dice_the_player_names(emulator):
+    token = new_token()
+    chat = group(-9004)
+    adapter = adapter_for(emulator, token, [3, 8, 2, 1, 10, 9, 6], variants=("revised", "v5"))
+    async with serving(adapter):
+        for text in ("/variant v5", "!roll 5 1 3", "!reroll 8 1"):
+            await emulator.say(token, chat, LYNN, text)
+            [reply] = await emulator.replies(token, chat["id"], 1)
+        await settle(adapter)
+    html = reply["text"]
+    assert "Difficulty 3: 3 <b>9</b> 2 <b>6</b> | Hunger <b>[10]</b>\n<b>Win</b>" in html
+    assert "Willpower re-roll (your choice): 8 1 → 9 6." in html
+
+
 async def test_a_character_sheet_in_telegram_html(emulator):
     """#17: `!sheet` through the real adapter and the emulator: HTML parse mode, the name and
     the group headings bold, nothing unescaped."""
@@ -228,6 +243,23 @@ async def test_v5_remorse_vs_by_name_and_a_macro_in_telegram_html(emulator):
         assert "\n\n" not in html
 
 
+async def test_an_ask_names_the_player_by_their_username(emulator):
+    """The Storyteller's ``!ask @user … secret`` tells the player by their @username."""
+    token = new_token()
+    chat = group(-9218)
+    adapter = adapter_for(emulator, token, [], limits={"rate": {"enabled": False}})
+    async with serving(adapter):
+        await emulator.say(token, chat, MARK, "!storyteller claim")
+        await emulator.replies(token, chat["id"], 1)
+        await emulator.say(token, chat, MARK, "!ask @lynn_r 5 6 secret")
+        [asked] = await emulator.replies(token, chat["id"], 1)
+        await emulator.say(token, chat, MARK, "!ask @bob 5 6 secret")  # not a username: text
+        [typed] = await emulator.replies(token, chat["id"], 1)
+        await settle(adapter)
+    assert asked["text"].startswith("<b>Mark</b> asks @lynn_r to roll <code>5</code> against")
+    assert typed["text"].startswith("<b>Mark</b> asks bob to roll")
+
+
 async def test_contest_by_trait_names_between_two_telegram_users(emulator):
     """#17 between two Telegram users in a group: a contest by Trait names, the challenged
     named by their @username, each side read from its own player's sheet."""
@@ -247,10 +279,11 @@ async def test_contest_by_trait_names_between_two_telegram_users(emulator):
         await say(LYNN, "!char set Dexterity 4 Athletics 1")
         await say(MARK, "!char new Max")
         await say(MARK, "!char set Strength 3 Brawl 2")
-        challenge = await say(MARK, "!contest @lynn Strength+Brawl")
+        challenge = await say(MARK, "!contest @lynn_r Strength+Brawl")
         answer = await say(LYNN, "!resist Dex+Athletics")
         await settle(adapter)
-    assert challenge["text"].startswith("<b>Mark</b> challenges <b>lynn</b> (a resisted roll)")
+    # the challenged player by their @username, which Telegram links and notifies
+    assert challenge["text"].startswith("<b>Mark</b> challenges @lynn_r (a resisted roll)")
     assert "Strength" not in challenge["text"]
     html = answer["text"]
     assert html.startswith(

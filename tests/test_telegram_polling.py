@@ -692,3 +692,30 @@ async def test_npc_trackers_go_to_the_storytellers_private_chat_and_log_lines_re
     assert "Mark changed a tracker in secret" in log["text"]
     bold = {log["text"][e["offset"] : e["offset"] + e["length"]] for e in log["entities"]}
     assert {"Lynn", "Mark"} <= bold
+
+
+async def test_an_npc_rouse_check_goes_to_the_storytellers_private_chat(fake, lynn, mark):
+    """v5's ``!npc rouse``: the group sees only that the NPC made a secret check; the die and
+    the Hunger it gained go to the Storyteller's private chat as HTML."""
+    fake.add_chat(mark["id"], "private", title="Mark")
+    core = make_core([3], variants=("revised", "v5"))
+    async with serving(make_adapter(fake, core=core)) as adapter:
+        sent = 0
+        for text, answers in (
+            ("!variant v5", 1),
+            ("!storyteller claim", 1),
+            ("!npc new Guard", 2),
+            ("!npc hunger Guard 2", 2),
+            ("!npc rouse Guard", 2),
+        ):
+            sent += answers
+            await fake.user_message(GROUP, mark, text)
+            await fake.wait_sent(sent)
+            await settle(adapter)
+    room = texts(fake, GROUP)
+    assert room[-1].startswith("Guard made a secret NPC rouse.")
+    assert not any("Rouse" in text or "Hunger" in text for text in room)
+    secret = fake.sent(mark["id"])[-1]
+    assert secret["text"].startswith("Guard\nRouse check: 3 — failed\nHunger 2 → 3.\n")
+    assert "Guard: Hunger 2/5 → 3/5" in secret["text"]
+    assert {"type": "bold", "offset": 0, "length": 5} in secret["entities"]

@@ -33,6 +33,7 @@ from coterie.render.elements import (
     Die,
     Image,
     Italic,
+    Mention,
     Node,
     Role,
     Strike,
@@ -197,6 +198,31 @@ def test_text_is_escaped_and_dice_are_styled():
     text, entities = parse_html(html)  # Telegram would accept it
     assert text.splitlines()[0] == "Lynn <&> co — a <b>comment</b> & more"
     assert {e["type"] for e in entities} == {"bold", "italic", "strikethrough", "code"}
+
+
+@pytest.mark.parametrize(
+    ("mention", "html"),
+    [
+        # a user id: a link to the person, shown by the label (escaped, never in the attribute)
+        (Mention("123456789", "Ana <&>"), '<a href="tg://user?id=123456789">Ana &lt;&amp;&gt;</a>'),
+        # a username the core wants told: Telegram links and notifies @username by itself
+        (Mention("lynn_r", "lynn_r", notify=True), "@lynn_r"),
+        # named in passing: the bare name, so it pings no one
+        (Mention("lynn_r", "lynn_r"), "lynn_r"),
+        # not a username Telegram could have (too short, a symbol, a digit first): text only
+        (Mention("bob", "bob", notify=True), "bob"),
+        (Mention("a<b>cde", "a<b>cde", notify=True), "a&lt;b&gt;cde"),
+        (Mention("1abcde", "1abcde x", notify=True), "1abcde x"),
+        (Mention("12 34", "12 34", notify=True), "12 34"),
+    ],
+)
+def test_a_person_in_a_reply_is_a_link_an_at_name_or_text(mention: Mention, html: str) -> None:
+    encoded = HTML.encode([Text("Mark challenges "), mention])
+    assert encoded == f"Mark challenges {html}"
+    text, entities = parse_html(encoded)  # Telegram would accept it
+    assert text == f"Mark challenges {mention.label if '<a' in html else parse_html(html)[0]}"
+    links = [e for e in entities if e["type"] == "text_link"]
+    assert [e["url"] for e in links] == ([f"tg://user?id={mention.user}"] if links else [])
 
 
 _words = st.text(st.characters(blacklist_categories=("Cs",)), max_size=40)

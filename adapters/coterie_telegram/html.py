@@ -4,7 +4,8 @@ Telegram's HTML is a small, strict language: ``<b>``, ``<i>``, ``<u>``, ``<s>``,
 ``<pre>``, ``<a>``, ``<tg-spoiler>``, ``<blockquote>`` and four named escapes (``&lt;``, ``&gt;``,
 ``&amp;``, ``&quot;``). A ``<`` or ``&`` that does not start a known tag or escape makes Telegram
 refuse the whole message ("can't parse entities"), so every piece of user or rule text goes
-through :func:`escape`; no text is ever placed inside an attribute.
+through :func:`escape`; no text is ever placed inside an attribute (a person's link holds their
+numeric user id only, :func:`encode_mention`).
 
 A message holds at most 4,096 characters after the markup is parsed. :func:`split_html` cuts a
 longer reply at line ends (inside a line only when one line alone is too long: between two words,
@@ -19,7 +20,7 @@ import re
 from collections.abc import Iterator
 from typing import ClassVar
 
-from coterie.render.elements import Actions, Die, Image, Role
+from coterie.render.elements import Actions, Die, Image, Mention, Role
 from coterie.render.encode import Encoder, code_spans
 
 #: Telegram's limits, in characters after entity parsing
@@ -30,6 +31,23 @@ MAX_CAPTION = 1024
 def escape(value: str) -> str:
     """Text safe anywhere in Telegram HTML (between tags; no text goes into attributes)."""
     return value.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+#: a Telegram username (5-32 letters, digits and underscores, a letter first): only such a name is
+#: written as an ``@username`` mention, which Telegram links and notifies by itself
+_USERNAME = re.compile(r"[A-Za-z][A-Za-z0-9_]{4,31}")
+#: a Telegram user id (digits only): the one thing ever written inside an attribute
+_USER_ID = re.compile(r"[0-9]{1,20}")
+
+
+def encode_mention(value: Mention) -> str:
+    """A person in a reply: a link to a user id (``tg://user?id=``, which mentions them), an
+    ``@username`` when the core wants them told, else their name as text (no ``@``: no ping)."""
+    if _USER_ID.fullmatch(value.user):
+        return f'<a href="tg://user?id={value.user}">{escape(value.label)}</a>'
+    if value.notify and _USERNAME.fullmatch(value.user):
+        return "@" + value.user
+    return escape(value.label)
 
 
 def _wrap(tag: str, inner: str) -> str:
@@ -74,6 +92,9 @@ class TelegramEncoder(Encoder):
     def die(self, die: Die) -> str:
         face = f"[{die.face}]" if "hunger" in die.tags else str(die.face)
         return self.DIE_STYLE[die.role].format(face)
+
+    def mention(self, mention: Mention) -> str:
+        return encode_mention(mention)
 
     def image(self, image: Image) -> str:
         return ""
