@@ -796,6 +796,43 @@ async def test_npc_trackers_go_to_the_storytellers_direct_room_and_log_lines_ren
     assert f"<strong>{name}</strong> changed a tracker in secret" in log["formatted_body"]
 
 
+async def test_an_npc_rouse_check_goes_to_the_storytellers_direct_room(
+    synapse, bot, player, tmp_path
+):
+    """v5's ``!npc rouse``: the room learns only that the NPC made a secret check; the die and
+    the Hunger the NPC gained reach the Storyteller's direct room, then a v5 re-roll of the dice
+    the player names by their faces, in the room."""
+    core = make_core([3, 3, 8, 2, 1, 10, 9, 6], variants=("revised", "v5"))
+    async with serving(make_adapter(core, synapse, bot, tmp_path / "store")):
+        room = await joined_room(player, bot)
+        replies = {}
+        for text in (
+            "!variant v5",
+            "!storyteller claim",
+            "!npc new Guard",
+            "!npc hunger Guard 2",
+            "!npc rouse Guard",
+            "!roll 5 1 3",
+            "!reroll 8 1",
+        ):
+            replies[text] = await player.wait_reply(bot.user_id, await player.say(room, text))
+        mine = await direct_from(player, bot, {room})
+        await player.wait_for(
+            lambda s: any("Rouse" in n.content["body"] for n in notices_in(player, bot, mine)),
+            "the rouse check in private",
+        )
+    assert replies["!npc rouse Guard"].content["body"].startswith("Guard made a secret NPC rouse.")
+    said = [s.content.get("body", "") for s in notices_in(player, bot, room)]
+    assert not any("Rouse" in text or "Hunger 2" in text for text in said)
+    [secret] = [n.content for n in notices_in(player, bot, mine) if "Rouse" in n.content["body"]]
+    assert secret["body"].startswith("Guard\nRouse check: 3 — failed\nHunger 2 → 3.\n")
+    assert "Guard: Hunger 2/5 → 3/5" in secret["body"]
+    assert secret["formatted_body"].startswith("<strong>Guard</strong><br>Rouse check: ")
+    rerolled = replies["!reroll 8 1"].content
+    assert "Willpower re-roll (your choice): 8 1 → 9 6." in rerolled["body"]
+    assert "Difficulty 3: 3 9 2 6 | Hunger [10]\nWin — 3 successes, margin 0" in rerolled["body"]
+
+
 async def test_a_users_private_parts_go_out_in_the_order_they_were_started(
     synapse, bot, player, tmp_path
 ):
@@ -1007,6 +1044,30 @@ async def test_v5_remorse_vs_by_name_and_a_macro_in_matrix_html(synapse, bot, pl
     assert tags_out(html) == hunt["body"]
 
 
+async def test_a_challenge_by_pill_as_element_sends_it(synapse, bot, player, other, tmp_path):
+    """Element sends a pill as a link in ``formatted_body`` and only the display name in
+    ``body``: the bot reads the person's id from the pill, so the contest finds its opponent."""
+    core = make_core([8, 8, 8, 2, 2, 2], limits={"rate": {"enabled": False}})
+    async with serving(make_adapter(core, synapse, bot, tmp_path / "store")):
+        room = await joined_room(player, bot)
+        await player.invite(room, other.user_id)
+        await other.join(room)
+        await player.wait_joined(room, other.user_id)
+        shown = "Mark Roe"  # a display name, with a space, as Element writes it
+        pill = f'<a href="https://matrix.to/#/{other.user_id}">{shown}</a>'
+        sent = await player.say(
+            room,
+            f"!contest {shown} 3 6",
+            format="org.matrix.custom.html",
+            formatted_body=f"!contest {pill} 3 6",
+        )
+        challenge = (await player.wait_reply(bot.user_id, sent)).content
+        answer = (await other.wait_reply(bot.user_id, await other.say(room, "!resist 3 6"))).content
+    assert challenge["m.mentions"] == {"user_ids": [other.user_id]}
+    assert f'<a href="https://matrix.to/#/{other.user_id}">' in challenge["formatted_body"]
+    assert "Contest over:" in answer["body"] and "⚠" not in answer["body"]
+
+
 async def test_contest_by_trait_names_between_two_matrix_users(
     synapse, bot, player, other, tmp_path
 ):
@@ -1032,8 +1093,12 @@ async def test_contest_by_trait_names_between_two_matrix_users(
         answer = await say(other, "!resist Dex+Athletics")
     lynn, mark = player.account.localpart, other.account.localpart
     # the challenge keeps the pool's names; they are read when the answer is rolled
-    assert challenge["body"].startswith(f"{lynn} challenges ")
-    assert challenge["formatted_body"].startswith(f"<strong>{lynn}</strong> challenges ")
+    assert challenge["body"].startswith(f"{lynn} challenges {mark} (a resisted roll)")
+    # the challenged player as a pill, told by an intentional mention (and nobody else is)
+    pill = f'<a href="https://matrix.to/#/{other.user_id}">{mark}</a>'
+    assert challenge["formatted_body"].startswith(f"<strong>{lynn}</strong> challenges {pill} (")
+    assert challenge["m.mentions"] == {"user_ids": [other.user_id]}
+    assert answer["m.mentions"] == {}
     assert "Strength" not in challenge["body"]
     green = '<font color="#2e9e48" data-mx-color="#2e9e48">'
     html = answer["formatted_body"]

@@ -34,6 +34,7 @@ from coterie.render.elements import (
     Die,
     Image,
     Italic,
+    Mention,
     Node,
     Role,
     Strike,
@@ -62,7 +63,12 @@ from coterie_matrix.formatting import (
     escape,
     render,
 )
-from coterie_matrix.incoming import read_command, strip_mention, strip_reply_fallback
+from coterie_matrix.incoming import (
+    read_command,
+    strip_mention,
+    strip_reply_fallback,
+    with_user_ids,
+)
 from coterie_matrix.session import SESSION, SESSION_FILE, RecentRecords, Session, SessionData
 from coterie_matrix.settings import Credentials, MatrixSettings, read_credentials
 from matrix_helpers import PNG, png
@@ -389,7 +395,11 @@ def pill(user: str, label: str, rest: str) -> dict[str, Any]:
         (text_event(f"I asked {BOT} to roll"), (f"I asked {BOT} to roll", False)),
         (pill(BOT, "Dice Bot", ": roll 5 6"), ("roll 5 6", True)),
         (pill(BOT.replace("@", "%40"), "coterie", " roll 2"), ("roll 2", True)),
-        (pill("@someone:example.org", "someone", ": roll 5 6"), ("someone: roll 5 6", False)),
+        # a pill to someone else addresses nobody; the core reads the person's id
+        (
+            pill("@someone:example.org", "someone", ": roll 5 6"),
+            ("@someone:example.org: roll 5 6", False),
+        ),
         (
             text_event(
                 "> <@lynn:example.org> earlier\n\nDice Bot: roll 4",
@@ -476,6 +486,96 @@ def test_notice_content():
         "m.mentions": {},
         "coterie.reply": {"kind": "ok"},
     }
+
+
+def test_a_person_the_reply_tells_is_a_pill_and_an_intentional_mention():
+    mark = Mention("@mark:example.org", "mark", notify=True)
+    body: list[Node] = [
+        Bold((Text("Lynn"),)),
+        Text(" challenges "),
+        mark,
+        Text(" and names "),
+        Mention("@ana:example.org", "ana <3"),  # in passing: a pill that pings nobody
+        Text(", "),
+        Mention("bob", "bob", notify=True),  # a name typed after @: no user id, text only
+    ]
+    [part] = render(body)
+    assert part.html == (
+        '<strong>Lynn</strong> challenges <a href="https://matrix.to/#/@mark:example.org">mark</a>'
+        ' and names <a href="https://matrix.to/#/@ana:example.org">ana &lt;3</a>, bob'
+    )
+    assert part.plain == "Lynn challenges mark and names ana <3, bob"
+    assert part.mentions == ("@mark:example.org",)
+    content = notice(part, Target("!r", "$cmd"))
+    assert content["m.mentions"] == {"user_ids": ["@mark:example.org"]}
+    # a reply cut into parts: each tells only the users it names
+    long = [*body, BR, Text("x" * 300), BR, Mention("@zed:example.org", "zed", notify=True)]
+    first, *rest = render(long, budget=300)
+    assert first.mentions == ("@mark:example.org",) and rest[-1].mentions == ("@zed:example.org",)
+    # an id that is no Matrix user id is never put in a link
+    [odd] = render([Mention('@x" onclick="y:z', "x", notify=True)])
+    assert "<a" not in odd.html and odd.mentions == ()
+
+
+@pytest.mark.parametrize(
+    ("body", "formatted", "expected"),
+    [
+        # Element: the pill's label in the body, the id in the link
+        (
+            "!contest Mark 4 6",
+            '!contest <a href="https://matrix.to/#/@mark:hs">Mark</a> 4 6',
+            "!contest @mark:hs 4 6",
+        ),
+        # two pills (one percent-encoded); the same word earlier in the text is not the pill
+        (
+            "!roll Ana 5 vs Ana Bo",
+            '!roll Ana 5 vs <a href="https://matrix.to/#/%40ana%3Ahs">Ana</a> '
+            '<a href="https://matrix.to/#/@bo:hs">Bo</a>',
+            "!roll Ana 5 vs @ana:hs @bo:hs",
+        ),
+        (
+            "!contest A &amp; B 4",
+            '!contest <a href="https://matrix.to/#/@ab:hs">A &amp;amp; B</a> 4',
+            "!contest @ab:hs 4",
+        ),
+        # the body already spells the id (older clients)
+        (
+            "!contest @mark:hs 4",
+            '!contest <a href="https://matrix.to/#/@mark:hs">mark</a> 4',
+            "!contest @mark:hs 4",
+        ),
+        # a room, an alias or an event link is no person
+        (
+            "see General 4",
+            'see <a href="https://matrix.to/#/#general:hs">General</a> 4',
+            "see General 4",
+        ),
+        ("!roll 5", None, "!roll 5"),
+        # a label inside a longer word is not the pill
+        (
+            "!contest Markus Mark 4",
+            '!contest Markus <a href="https://matrix.to/#/@mark:hs">Mark</a> 4',
+            "!contest Markus @mark:hs 4",
+        ),
+    ],
+)
+def test_a_pill_to_a_user_reaches_the_core_as_the_user_id(
+    body: str, formatted: str | None, expected: str
+) -> None:
+    assert with_user_ids(body, formatted, "@coterie:hs") == expected
+
+
+def test_the_bot_s_own_leading_pill_still_addresses_it_and_other_pills_become_ids():
+    content = {
+        "msgtype": "m.text",
+        "body": "Coterie: contest Mark 4 6",
+        "format": "org.matrix.custom.html",
+        "formatted_body": '<a href="https://matrix.to/#/@coterie:hs">Coterie</a>: contest '
+        '<a href="https://matrix.to/#/@mark:hs">Mark</a> 4 6',
+    }
+    command = read_command(content, "@coterie:hs", "Coterie")
+    assert command is not None and command.addressed
+    assert command.text == "contest @mark:hs 4 6"
 
 
 def test_image_content_plain_and_encrypted():

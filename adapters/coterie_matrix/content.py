@@ -2,9 +2,11 @@
 the relations that make them replies (``m.in_reply_to``) and keep them in a thread
 (``rel_type: m.thread``).
 
-Every message carries ``"m.mentions": {}``: an explicit "this pings nobody", so that a player's
+Every message carries ``"m.mentions"``: an explicit list of whom it pings, so that a player's
 name in a roll, or ``@room`` in a comment, never notifies anyone (clients that support
-intentional mentions then skip the old display-name and ``@room`` keyword rules).
+intentional mentions then skip the old display-name and ``@room`` keyword rules). It is empty
+(``{}``) unless the reply asks to tell someone (the player challenged or asked: a pill the core
+marked ``notify``), then ``{"user_ids": [...]}`` of those alone.
 """
 
 from __future__ import annotations
@@ -63,7 +65,7 @@ def notice(part: Part, target: Target, meta: dict[str, Any] | None = None) -> di
         "body": part.plain or " ",
         "format": FORMAT,
         "formatted_body": part.html,
-        "m.mentions": {},
+        "m.mentions": {"user_ids": list(part.mentions)} if part.mentions else {},
     }
     related = relation(target)
     if related:

@@ -19,6 +19,7 @@ whose ``body`` is the alt text.
 from __future__ import annotations
 
 import html
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
@@ -32,6 +33,7 @@ from coterie.render.elements import (
     Image,
     Italic,
     LineBreak,
+    Mention,
     Node,
     Role,
     Strike,
@@ -53,6 +55,20 @@ GREEN = "#2e9e48"
 GOLD = "#c99a06"
 RED = "#d64545"
 GREY = "#8a8f98"
+
+
+#: a Matrix user id, ``@localpart:server[:port]`` (the historical localpart characters too): only
+#: such a user is written as a pill
+USER_ID = re.compile(r"@[!-9;-~]+:[A-Za-z0-9.\-]+(?::[0-9]{1,5})?")
+
+
+def notified(node: Node) -> tuple[str, ...]:
+    r"""The Matrix user ids a reply element asks to tell (its ``Mention``\ s with ``notify``)."""
+    return tuple(
+        inner.user
+        for inner in walk([node])
+        if isinstance(inner, Mention) and inner.notify and USER_ID.fullmatch(inner.user)
+    )
 
 
 def escape(value: str) -> str:
@@ -146,6 +162,14 @@ class MatrixHtmlEncoder(_Keyed):
         face = f"[{die.face}]" if "hunger" in die.tags else str(die.face)
         return f"{before}{colour(face, tint)}{after}"
 
+    def mention(self, mention: Mention) -> str:
+        """A pill (clients show the person's current name and avatar) for a Matrix user id;
+        anything else, the label as text."""
+        if USER_ID.fullmatch(mention.user):
+            href = escape(f"https://matrix.to/#/{mention.user}")
+            return f'<a href="{href}">{escape(mention.label)}</a>'
+        return escape(mention.label)
+
     def image(self, image: Image) -> str:
         return ""  # uploaded and sent as an m.image event
 
@@ -180,14 +204,16 @@ class Part:
     plain: str
     #: whether the reaction buttons belong under this part (it shows them)
     buttons: bool = False
+    #: the users this part tells (intentional mentions, ``m.mentions``), sorted
+    mentions: tuple[str, ...] = ()
 
     @property
     def size(self) -> int:
         return len(self.html.encode()) + len(self.plain.encode())
 
 
-#: one piece of encoded output: (html, plain, shows buttons)
-_Piece = tuple[str, str, bool]
+#: one piece of encoded output: (html, plain, shows buttons, users it tells)
+_Piece = tuple[str, str, bool, tuple[str, ...]]
 
 
 def footer(meta: Mapping[str, str]) -> tuple[str, str] | None:
@@ -221,7 +247,7 @@ def render(
             lines[-1].extend(_pieces(node, html_encoder, plain_encoder, budget))
     extra = footer(meta or {})
     if extra is not None:
-        lines.append([(extra[0], extra[1], False)])
+        lines.append([(extra[0], extra[1], False, ())])
 
     parts: list[Part] = []
     current: list[_Piece] = []
@@ -237,7 +263,7 @@ def render(
         size = 0
 
     for index, line in enumerate(lines):
-        pieces = line if index == 0 else [("<br>", "\n", False), *line]
+        pieces = line if index == 0 else [("<br>", "\n", False, ()), *line]
         line_size = sum(_size(piece) for piece in pieces)
         if size + line_size > budget:
             flush()
@@ -265,13 +291,19 @@ def _join(pieces: list[_Piece], html_encoder: _Keyed, plain_encoder: _Keyed) -> 
         html=html_encoder.finish("".join(p[0] for p in pieces)),
         plain=plain_encoder.finish("".join(p[1] for p in pieces)),
         buttons=any(p[2] for p in pieces),
+        mentions=tuple(sorted({user for p in pieces for user in p[3]})),
     )
 
 
 def _pieces(node: Node, html_encoder: _Keyed, plain_encoder: _Keyed, budget: int) -> list[_Piece]:
     """``node`` encoded, as one piece, or as several when it alone exceeds ``budget``."""
     used = (html_encoder.used, plain_encoder.used)
-    piece = (html_encoder.node(node), plain_encoder.node(node), _shows_buttons(node))
+    piece = (
+        html_encoder.node(node),
+        plain_encoder.node(node),
+        _shows_buttons(node),
+        notified(node),
+    )
     if _size(piece) <= budget:
         return [piece]
     html_encoder.used, plain_encoder.used = used  # encoded again below, piece by piece
@@ -280,7 +312,7 @@ def _pieces(node: Node, html_encoder: _Keyed, plain_encoder: _Keyed, budget: int
         step = max(1, budget // 10)
         kind = Text if isinstance(node, Text) else Code
         return [
-            (html_encoder.node(kind(chunk)), plain_encoder.node(kind(chunk)), False)
+            (html_encoder.node(kind(chunk)), plain_encoder.node(kind(chunk)), False, ())
             for chunk in (node.text[i : i + step] for i in range(0, len(node.text), step))
         ]
     if isinstance(node, Bold | Italic | Strike):
@@ -290,10 +322,11 @@ def _pieces(node: Node, html_encoder: _Keyed, plain_encoder: _Keyed, budget: int
         inner = budget - len(wrap[0]) - len(wrap[1])
         out: list[_Piece] = []
         for child in node.children:
-            for html_part, plain_part, shows in _pieces(child, html_encoder, plain_encoder, inner):
-                out.append(
-                    (f"{wrap[0]}{html_part}{wrap[1]}" if html_part else "", plain_part, shows)
-                )
+            for html_part, plain_part, shows, tells in _pieces(
+                child, html_encoder, plain_encoder, inner
+            ):
+                wrapped = f"{wrap[0]}{html_part}{wrap[1]}" if html_part else ""
+                out.append((wrapped, plain_part, shows, tells))
         return out
     return [piece]  # a single die, image or row of at most ten buttons is never this big
 

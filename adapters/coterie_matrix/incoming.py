@@ -13,10 +13,15 @@ A mention addresses the bot when it *starts* the message:
 * the display name or the localpart followed by ``:`` or ``,`` (IRC style): ``Coterie: roll``.
 
 A mention elsewhere in a message addresses nobody (the room prefix is needed as usual).
+
+A pill to another user (``!contest <pill>Mark</pill> 4 6``) shows in ``body`` as the display name
+alone, which names nobody to the core; the text the core gets has the user id in its place
+(``!contest @mark:example.org 4 6``), see :func:`with_user_ids`.
 """
 
 from __future__ import annotations
 
+import html
 import re
 import urllib.parse
 from collections.abc import Iterable, Mapping
@@ -68,6 +73,38 @@ def thread_root(content: Mapping[str, Any]) -> str | None:
 def strip_reply_fallback(body: str) -> str:
     """The body without the quote of the replied-to message some clients put first."""
     return _REPLY_FALLBACK.sub("", body, count=1)
+
+
+#: every pill to a user in ``formatted_body``: its (percent-encoded) user id and its label
+_USER_PILL = re.compile(
+    r"<a\s+href=[\"']https://matrix\.to/#/(?P<target>(?:@|%40)[^\"'?/]+)[^\"']*[\"']\s*>"
+    r"(?P<label>.*?)</a>",
+    re.IGNORECASE | re.DOTALL,
+)
+
+
+def with_user_ids(text: str, formatted: str | None, bot_user_id: str) -> str:
+    """``text`` with each user pill's label replaced by the user's id, which the core reads as a
+    mention: the pill whose label is the n-th occurrence of that word in ``formatted``'s visible
+    text replaces the n-th occurrence in ``text``. The bot's own pill, a label ``text`` does not
+    show as a whole word (an id it already spells: ``@mark:hs``), and links to rooms or events
+    are left alone."""
+    if not formatted or "matrix.to" not in formatted:
+        return text
+    formatted = _MX_REPLY.sub("", formatted, count=1)
+    pills = list(_USER_PILL.finditer(formatted))
+    for match in reversed(pills):  # the last first: the earlier ones' places do not move
+        user = urllib.parse.unquote(match["target"])
+        label = html.unescape(_TAG.sub("", match["label"])).strip()
+        if user == bot_user_id or ":" not in user or not label:
+            continue
+        word = re.compile(rf"(?<![\w@]){re.escape(label)}(?!\w)")
+        before = len(word.findall(html.unescape(_TAG.sub("", formatted[: match.start()]))))
+        found = list(word.finditer(text))
+        if before < len(found):
+            at = found[before]
+            text = text[: at.start()] + user + text[at.end() :]
+    return text
 
 
 def _pill_label(formatted: str, bot_user_id: str) -> str | None:
@@ -129,9 +166,9 @@ def read_command(
     if "m.in_reply_to" in relation(content):
         body = strip_reply_fallback(body)
     formatted = content.get("formatted_body")
-    html = formatted if isinstance(formatted, str) and content.get("format") else None
-    text, addressed = strip_mention(body, html, bot_user_id, display_name)
-    text = text.strip()
+    markup = formatted if isinstance(formatted, str) and content.get("format") else None
+    text, addressed = strip_mention(body, markup, bot_user_id, display_name)
+    text = with_user_ids(text, markup, bot_user_id).strip()
     if not text:
         if not addressed:
             return None
