@@ -283,7 +283,10 @@ async def test_contest_by_trait_names_between_two_telegram_users(emulator):
         answer = await say(LYNN, "!resist Dex+Athletics")
         await settle(adapter)
     # the challenged player by their @username, which Telegram links and notifies
-    assert challenge["text"].startswith("<b>Mark</b> challenges @lynn_r (a resisted roll)")
+    assert challenge["text"] == (
+        "<b>Mark</b> challenges @lynn_r (a resisted roll): the contest is on."
+        " The answer: <code>!resist [@USER] POOL [DIFFICULTY] [wp]</code>."
+    )
     assert "Strength" not in challenge["text"]
     html = answer["text"]
     assert html.startswith(

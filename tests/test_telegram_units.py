@@ -45,7 +45,14 @@ from coterie_telegram import TelegramAdapter
 from coterie_telegram.bot import ChatLocks, TelegramBot, retry_seconds
 from coterie_telegram.buttons import ButtonBoard, callback_data, read_callback_data
 from coterie_telegram.commands import CommandWords, menu, read_text, telegram_name
-from coterie_telegram.html import HTML, escape, split_html, truncate_html, utf16_len
+from coterie_telegram.html import (
+    HTML,
+    escape,
+    split_html,
+    truncate_html,
+    utf16_len,
+    visible_text,
+)
 from coterie_telegram.records import ExpiringRecord
 from coterie_telegram.settings import TelegramSettings, read_credentials
 from telegram_fake import ApiError, make_core, parse_html
@@ -221,6 +228,7 @@ def test_a_person_in_a_reply_is_a_link_an_at_name_or_text(mention: Mention, html
     assert encoded == f"Mark challenges {html}"
     text, entities = parse_html(encoded)  # Telegram would accept it
     assert text == f"Mark challenges {mention.label if '<a' in html else parse_html(html)[0]}"
+    assert visible_text(encoded) == text  # the plain text sent if Telegram refused the HTML
     links = [e for e in entities if e["type"] == "text_link"]
     assert [e["url"] for e in links] == ([f"tg://user?id={mention.user}"] if links else [])
 
