@@ -512,6 +512,9 @@ def test_a_person_the_reply_tells_is_a_pill_and_an_intentional_mention():
     long = [*body, BR, Text("x" * 300), BR, Mention("@zed:example.org", "zed", notify=True)]
     first, *rest = render(long, budget=300)
     assert first.mentions == ("@mark:example.org",) and rest[-1].mentions == ("@zed:example.org",)
+    # an old-style id's "#", "?" and "/" are percent-encoded in the link
+    [old] = render([Mention("@a#b?c/d:example.org", "a", notify=True)])
+    assert old.html == '<a href="https://matrix.to/#/@a%23b%3Fc%2Fd:example.org">a</a>'
     # an id that is no Matrix user id is never put in a link
     [odd] = render([Mention('@x" onclick="y:z', "x", notify=True)])
     assert "<a" not in odd.html and odd.mentions == ()
@@ -549,6 +552,17 @@ def test_a_person_the_reply_tells_is_a_pill_and_an_intentional_mention():
             "see General 4",
             'see <a href="https://matrix.to/#/#general:hs">General</a> 4',
             "see General 4",
+        ),
+        (
+            "see Dice at 4",
+            'see <a href="https://matrix.to/#/!room:hs/$ev?via=hs">Dice</a> at 4',
+            "see Dice at 4",
+        ),
+        # a display name with an entity in the HTML: the body has the character itself
+        (
+            "!contest Tom & Jerry 4",
+            '!contest <a href="https://matrix.to/#/@tj:hs">Tom &amp; Jerry</a> 4',
+            "!contest @tj:hs 4",
         ),
         ("!roll 5", None, "!roll 5"),
         # a label inside a longer word is not the pill

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import html
 import re
+import urllib.parse
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
@@ -166,7 +167,9 @@ class MatrixHtmlEncoder(_Keyed):
         """A pill (clients show the person's current name and avatar) for a Matrix user id;
         anything else, the label as text."""
         if USER_ID.fullmatch(mention.user):
-            href = escape(f"https://matrix.to/#/{mention.user}")
+            # percent-encoded but for "@" and ":": an old-style id's "#", "?" or "/" cannot
+            # change what the link points at
+            href = escape("https://matrix.to/#/" + urllib.parse.quote(mention.user, safe="@:"))
             return f'<a href="{href}">{escape(mention.label)}</a>'
         return escape(mention.label)
 
