@@ -487,6 +487,7 @@ def test_v5_planned_reroll_is_refused_where_willpower_cannot_reroll() -> None:
         ("4 1 2", [10, 1, 2, 10], v5_rules.Strategy.RISKY),
         ("3 1 2", [10, 7, 10], v5_rules.Strategy.AVOID_MESSY),
         ("2 vs 2", [2, 9, 8, 7], v5_rules.Strategy.FAILURES),
+        ("5 1 3", [3, 8, 2, 1, 10], (8, 1)),  # the dice the player names: a success among them
     ],
 )
 def test_v5_reroll_odds_given_the_faces(text: str, faces: list[int], strategy: Any) -> None:
@@ -497,7 +498,11 @@ def test_v5_reroll_odds_given_the_faces(text: str, faces: list[int], strategy: A
         "faces": faces,
         "rerolled": False,
     }
-    again = V5.reroll_request(record, strategy)
+    if isinstance(strategy, tuple):
+        again = V5.reroll_request(record, v5_rules.Strategy.CHOSEN, strategy)
+        assert again.indexes == (1, 3)
+    else:
+        again = V5.reroll_request(record, strategy)
     dist = V5.odds(again)
     assert dist.table == enumerate_faces(V5, again, len(again.indexes))
 
