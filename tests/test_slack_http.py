@@ -8,7 +8,7 @@ import asyncio
 import json
 import logging
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import aiohttp
@@ -64,6 +64,20 @@ def adapter_for(
     **settings: Any,
 ) -> SlackAdapter:
     return SlackAdapter(make_core(faces, plugin), settings_for(fake, **settings), environ=ENV)
+
+
+def channel_say(
+    fake: FakeSlack, session: Any, adapter: SlackAdapter
+) -> Callable[[str], Awaitable[dict[str, Any]]]:
+    """``say(text)``: the player's message as a signed event, then the bot's post it brought."""
+
+    async def say(text: str) -> dict[str, Any]:
+        status, _ = await post_event(session, adapter, message_event(text))
+        assert status == 200
+        await settle(adapter)
+        return fake.ok_calls("chat.postMessage")[-1].params
+
+    return say
 
 
 def with_slack_id(fake: FakeSlack, user: str) -> str:
@@ -950,12 +964,7 @@ async def test_v5_remorse_vs_by_name_and_a_macro_in_block_kit(fake, session):
     core = make_core(faces, variants=("revised", "v5"), limits={"rate": {"enabled": False}})
     adapter = SlackAdapter(core, settings_for(fake), environ=ENV)
     async with serving(adapter):
-
-        async def say(text: str) -> dict[str, Any]:
-            status, _ = await post_event(session, adapter, message_event(text))
-            assert status == 200
-            await settle(adapter)
-            return fake.ok_calls("chat.postMessage")[-1].params
+        say = channel_say(fake, session, adapter)
 
         assert "now plays" in (await say("!variant v5"))["text"]
         played = await v5_character_session(say)
@@ -1001,12 +1010,7 @@ async def test_a_v5_reroll_of_the_dice_the_player_names(fake, session):
     core = make_core([3, 8, 2, 1, 10, 9, 6], variants=("revised", "v5"))
     adapter = SlackAdapter(core, settings_for(fake), environ=ENV)
     async with serving(adapter):
-
-        async def say(text: str) -> dict[str, Any]:
-            status, _ = await post_event(session, adapter, message_event(text))
-            assert status == 200
-            await settle(adapter)
-            return fake.ok_calls("chat.postMessage")[-1].params
+        say = channel_say(fake, session, adapter)
 
         await say("!variant v5")
         await say("!roll 5 1 3")
