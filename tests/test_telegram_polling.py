@@ -719,3 +719,22 @@ async def test_an_npc_rouse_check_goes_to_the_storytellers_private_chat(fake, ly
     assert secret["text"].startswith("Guard\nRouse check: 3 — failed\nHunger 2 → 3.\n")
     assert "Guard: Hunger 2/5 → 3/5" in secret["text"]
     assert {"type": "bold", "offset": 0, "length": 5} in secret["entities"]
+
+
+async def test_someone_without_a_username_is_challenged_by_picking_them(fake, lynn):
+    """Picking a member without a username puts only their name in the text, with a
+    ``text_mention`` entity that carries the user: the bot reads it as a mention of that person,
+    links them in the challenge under their name, and they can answer."""
+    ann = fake.user(13, "Ann Vey")  # no username
+    async with serving(make_adapter(fake, faces=[8, 8, 8, 2, 2, 2])) as adapter:
+        text = "!contest Ann Vey 3 6 # 🐺 at the door"
+        picked = {"type": "text_mention", "offset": 9, "length": 7, "user": ann}
+        await fake.user_message(GROUP, lynn, text, entities=[picked])
+        [challenge] = await fake.wait_sent(1)
+        await fake.user_message(GROUP, ann, "!resist 3 6")
+        [_, answer] = await fake.wait_sent(2)
+        await settle(adapter)
+    assert challenge["text"].startswith("Lynn challenges Ann Vey (a resisted roll)")
+    link = {"type": "text_link", "offset": 16, "length": 7, "url": "tg://user?id=13"}
+    assert link in challenge["entities"]
+    assert "Contest over: Lynn wins." in answer["text"]

@@ -44,9 +44,16 @@ from coterie.storage.state import MemoryStore
 from coterie_telegram import TelegramAdapter
 from coterie_telegram.bot import ChatLocks, TelegramBot, retry_seconds
 from coterie_telegram.buttons import ButtonBoard, callback_data, read_callback_data
-from coterie_telegram.commands import CommandWords, menu, read_text, telegram_name
+from coterie_telegram.commands import (
+    CommandWords,
+    menu,
+    read_text,
+    telegram_name,
+    with_user_ids,
+)
 from coterie_telegram.html import (
     HTML,
+    TelegramEncoder,
     escape,
     split_html,
     truncate_html,
@@ -601,3 +608,18 @@ async def test_a_lost_claim_says_whether_the_update_was_answered(monkeypatch):
     with pytest.raises(ClaimLost) as lost:
         await bot._settle(pending)
     assert lost.value.answered is False
+
+
+def test_a_person_picked_without_a_username_reaches_the_core_as_their_id() -> None:
+    # offsets in UTF-16 units: the wolf before the second name counts two
+    text = "!roll 3 vs 🐺 Ann Vey and Bo"
+    assert with_user_ids(text, [(14, 7, 13), (26, 2, 14)]) == "!roll 3 vs 🐺 @13 and @14"
+    assert with_user_ids(text, []) == text
+    # overlapping or out of the text: left alone, never a broken text
+    assert with_user_ids("ab cd", [(0, 2, 1), (1, 2, 2), (4, 9, 3)]) == "@1 cd"
+
+
+def test_a_mention_by_id_shows_the_name_the_bot_knows() -> None:
+    encoder = TelegramEncoder({"13": "Ann <V>"})
+    html = encoder.encode([Mention("13", "13", notify=True), Text(" "), Mention("14", "14")])
+    assert html == '<a href="tg://user?id=13">Ann &lt;V&gt;</a> <a href="tg://user?id=14">14</a>'

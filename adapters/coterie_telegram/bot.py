@@ -69,8 +69,15 @@ from coterie_telegram.buttons import (
     callback_data,
     read_callback_data,
 )
-from coterie_telegram.commands import CommandWords, menu, read_text
-from coterie_telegram.html import HTML, MAX_CAPTION, escape, split_html, truncate_html, visible_text
+from coterie_telegram.commands import CommandWords, menu, read_text, with_user_ids
+from coterie_telegram.html import (
+    MAX_CAPTION,
+    TelegramEncoder,
+    escape,
+    split_html,
+    truncate_html,
+    visible_text,
+)
 from coterie_telegram.records import ClaimLost, PendingId, SeenIds
 from coterie_telegram.settings import Credentials, TelegramSettings
 
@@ -122,6 +129,10 @@ _LINKISH = re.compile(r"(?i)://|\bwww\.|[a-z0-9-]\.[a-z]{2,}\b")
 
 #: the entities that can address the bot at the start of a message
 LEADING_ENTITIES = (MessageEntity.BOT_COMMAND, MessageEntity.MENTION)
+#: the entity of a person picked from the member list (someone without a username)
+TEXT_MENTION = MessageEntity.TEXT_MENTION
+#: the names of people seen that a bot keeps for mentions by id
+MAX_NAMES = 2000
 
 T = TypeVar("T")
 
@@ -334,6 +345,10 @@ class TelegramBot:
         self.buttons = ButtonBoard(core.state, credentials.bot_id, ttl=settings.button_ttl)
         self.migrations = Migrations(core.state)
         self.words = CommandWords.of(core.commands)
+        #: user id → name of the people seen lately (senders, people mentioned without a username):
+        #: a reply that mentions someone by id shows their name
+        self.names: dict[str, str] = {}
+        self.html = TelegramEncoder(self.names)
         #: the bot's @username, from ``getMe`` (:meth:`start`)
         self.username = ""
         self._tasks: set[asyncio.Task[None]] = set()
@@ -604,8 +619,15 @@ class TelegramBot:
             if first is not None and first.type in LEADING_ENTITIES
             else None
         )
+        self._remember(str(user.id), user.full_name)
+        picked = [(e.offset, e.length, e.user) for e in tg.entities if e.type == TEXT_MENTION]
+        for _, _, person in picked:
+            if person is not None:
+                self._remember(str(person.id), person.full_name)
+        spans = [(offset, length, who.id) for offset, length, who in picked if who is not None]
+        written = with_user_ids(tg.text, spans)
         read = read_text(
-            tg.text, leading, bot_username=self.username, private=private, words=self.words
+            written, leading, bot_username=self.username, private=private, words=self.words
         )
         if read is None:
             return
@@ -720,9 +742,16 @@ class TelegramBot:
 
     # --- replies out -----------------------------------------------------------------------------
 
+    def _remember(self, user: str, name: str) -> None:
+        """Keep ``user``'s name for mentions by id (the oldest forgotten past :data:`MAX_NAMES`)."""
+        self.names.pop(user, None)
+        self.names[user] = name
+        if len(self.names) > MAX_NAMES:
+            del self.names[next(iter(self.names))]
+
     def render(self, reply: Reply) -> str:
         """The reply's text as Telegram HTML (buttons and images go separately)."""
-        html = HTML.encode(reply.without_roll_footer())  # the id comes below, as configured
+        html = self.html.encode(reply.without_roll_footer())  # the id comes below, as configured
         roll_id = reply.meta.get("roll_id")
         if self.settings.show_roll_id and roll_id:
             tail = " · ".join(p for p in (f"roll {roll_id}", reply.meta.get("variant", "")) if p)

@@ -9,6 +9,10 @@ Telegram command names are 1-32 of ``a-z``, ``0-9`` and ``_``. A coterie command
 not (``house-rules``) is offered as the nearest valid name (``/house_rules``), and
 :class:`CommandWords` maps it back. ``/start`` (what Telegram sends when someone opens the bot)
 shows the help unless a plugin defines a ``start`` command.
+
+Someone without a username is mentioned by picking them from the member list: the text has only
+their name, marked by a ``text_mention`` entity that carries the user. :func:`with_user_ids` puts
+``@`` and their user id in its place, which core reads as a mention of that person.
 """
 
 from __future__ import annotations
@@ -109,3 +113,22 @@ def menu(commands: Iterable[Command]) -> list[tuple[str, str]]:
             MAX_MENU_COMMANDS,
         )
     return entries[:MAX_MENU_COMMANDS]
+
+
+def with_user_ids(text: str, mentions: Iterable[tuple[int, int, int]]) -> str:
+    """``text`` with each ``(offset, length, user id)`` span (``text_mention`` entities; offsets
+    and lengths in UTF-16 code units, as Telegram counts) replaced by ``@`` and the user id."""
+    spans = sorted(mentions)
+    if not spans:
+        return text
+    units = text.encode("utf-16-le")
+    out: list[str] = []
+    at = 0
+    for offset, length, user in spans:
+        if offset < at or (offset + length) * 2 > len(units):
+            continue  # overlapping or out of the text: not a span Telegram would send
+        out.append(units[at * 2 : offset * 2].decode("utf-16-le", "replace"))
+        out.append(f"@{user}")
+        at = offset + length
+    out.append(units[at * 2 :].decode("utf-16-le", "replace"))
+    return "".join(out)

@@ -17,7 +17,7 @@ is valid HTML on its own.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import ClassVar
 
 from coterie.render.elements import Actions, Die, Image, Mention, Role
@@ -40,11 +40,15 @@ _USERNAME = re.compile(r"[A-Za-z][A-Za-z0-9_]{4,31}")
 _USER_ID = re.compile(r"[0-9]{1,20}")
 
 
-def encode_mention(value: Mention) -> str:
-    """A person in a reply: a link to a user id (``tg://user?id=``, which mentions them), an
-    ``@username`` when the core wants them told, else their name as text (no ``@``: no ping)."""
+def encode_mention(value: Mention, names: Mapping[str, str] | None = None) -> str:
+    """A person in a reply: a link to a user id (``tg://user?id=``, which mentions them, shown by
+    the name ``names`` knows for the id when the label is the bare id), an ``@username`` when
+    the core wants them told, else their name as text (no ``@``: no ping)."""
     if _USER_ID.fullmatch(value.user):
-        return f'<a href="tg://user?id={value.user}">{escape(value.label)}</a>'
+        label = value.label
+        if names is not None and label == value.user:
+            label = names.get(value.user, label)
+        return f'<a href="tg://user?id={value.user}">{escape(label)}</a>'
     if value.notify and _USERNAME.fullmatch(value.user):
         return "@" + value.user
     return escape(value.label)
@@ -93,8 +97,12 @@ class TelegramEncoder(Encoder):
         face = f"[{die.face}]" if "hunger" in die.tags else str(die.face)
         return self.DIE_STYLE[die.role].format(face)
 
+    def __init__(self, names: Mapping[str, str] | None = None) -> None:
+        #: user id → name, of the people the bot has seen (shown for a mention by id)
+        self.names = names
+
     def mention(self, mention: Mention) -> str:
-        return encode_mention(mention)
+        return encode_mention(mention, self.names)
 
     def image(self, image: Image) -> str:
         return ""
