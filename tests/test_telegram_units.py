@@ -218,7 +218,11 @@ def test_text_is_escaped_and_dice_are_styled():
     ("mention", "html"),
     [
         # a user id: a link to the person, shown by the label (escaped, never in the attribute)
-        (Mention("123456789", "Ana <&>"), '<a href="tg://user?id=123456789">Ana &lt;&amp;&gt;</a>'),
+        (
+            Mention("123456789", "Ana <&>", notify=True),
+            '<a href="tg://user?id=123456789">Ana &lt;&amp;&gt;</a>',
+        ),
+        (Mention("123456789", "Ana"), "Ana"),  # in passing: no link, no ping
         # a username the core wants told: Telegram links and notifies @username by itself
         (Mention("lynn_r", "lynn_r", notify=True), "@lynn_r"),
         # named in passing: the bare name, so it pings no one
@@ -622,4 +626,5 @@ def test_a_person_picked_without_a_username_reaches_the_core_as_their_id() -> No
 def test_a_mention_by_id_shows_the_name_the_bot_knows() -> None:
     encoder = TelegramEncoder({"13": "Ann <V>"})
     html = encoder.encode([Mention("13", "13", notify=True), Text(" "), Mention("14", "14")])
-    assert html == '<a href="tg://user?id=13">Ann &lt;V&gt;</a> <a href="tg://user?id=14">14</a>'
+    assert encoder.encode([Mention("13", "13")]) == "Ann &lt;V&gt;"  # named in passing: text
+    assert html == '<a href="tg://user?id=13">Ann &lt;V&gt;</a> 14'

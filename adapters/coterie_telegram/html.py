@@ -41,17 +41,17 @@ _USER_ID = re.compile(r"[0-9]{1,20}")
 
 
 def encode_mention(value: Mention, names: Mapping[str, str] | None = None) -> str:
-    """A person in a reply: a link to a user id (``tg://user?id=``, which mentions them, shown by
-    the name ``names`` knows for the id when the label is the bare id), an ``@username`` when
-    the core wants them told, else their name as text (no ``@``: no ping)."""
-    if _USER_ID.fullmatch(value.user):
-        label = value.label
-        if names is not None and label == value.user:
-            label = names.get(value.user, label)
+    """A person in a reply. When the core wants them told: a link to their user id
+    (``tg://user?id=``, a mention), or their ``@username``. Otherwise their name as text (no
+    ``@``, no link: no ping). A bare id as the label becomes the name ``names`` knows for it."""
+    label = value.label
+    if names is not None and label == value.user:
+        label = names.get(value.user, label)
+    if value.notify and _USER_ID.fullmatch(value.user):
         return f'<a href="tg://user?id={value.user}">{escape(label)}</a>'
     if value.notify and _USERNAME.fullmatch(value.user):
         return "@" + value.user
-    return escape(value.label)
+    return escape(label)
 
 
 def _wrap(tag: str, inner: str) -> str:
