@@ -447,6 +447,7 @@ async def test_reroll_the_dice_you_name_by_their_faces() -> None:
         ([3, 8, 2, 1, 10], "!reroll 3 8 2 1", "Willpower re-rolls one to 3 dice; you named 4"),
         ([3, 8, 2, 1, 10], "!reroll 11", "a die shows 1 to 10, not 11"),
         ([3, 8, 2, 1, 10], "!reroll 0", "a die shows 1 to 10, not 0"),
+        ([3, 8, 2, 1, 10], "!reroll ²", "there is no re-roll strategy `²`"),
         ([3, 8, 2, 1, 10], "!reroll 3 crits", "or the faces of up to 3 of your regular dice"),
     ],
 )

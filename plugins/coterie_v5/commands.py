@@ -68,7 +68,7 @@ def _variant(ctx: CommandContext) -> V5Variant:
 def chosen_faces(words: list[str]) -> tuple[int, ...] | None:
     """The faces of the dice the player picked (``!reroll 3 4``), or ``None`` when the words are
     no faces (a strategy, or nothing)."""
-    if not words or not all(word.isdigit() for word in words):
+    if not words or not all(word.isascii() and word.isdigit() for word in words):
         return None
     faces = tuple(int(word) for word in words)
     wrong = next((face for face in faces if not 1 <= face <= 10), None)
