@@ -1041,12 +1041,20 @@ async def test_contest_and_vs_a_mentioned_player_by_trait_names(fake, session):
         await say("!char new Max", user=mark)
         await say("!char set Dexterity 4 Athletics 1", user=mark)
         challenge = await say(f"!contest <@{mark}> Strength+Brawl")
+        waiting = await say("!contest")
         answer = await say("!resist Dex+Athletics", user=mark)
         await say("!storyteller claim", user=mark)
         versus = await say(f"!roll 5 6 vs <@{LYNN}> Dex+Athletics 7", user=mark)
     # the challenged is told by Slack's own mention, in the blocks and in the text (notifications)
     assert section_text(challenge["blocks"]).startswith(f"*Lynn* challenges <@{mark}> (a resisted")
     assert challenge["text"].startswith(f"Lynn challenges <@{mark}> (a resisted roll)")
+    # listed, the challenged is named without a mention (no second notification): by their name
+    listed = "Lynn vs Mark Roe — a resisted roll; waiting for Mark Roe to !resist"
+    assert (
+        section_text(waiting["blocks"])
+        == "*Contests*\n*Lynn* vs Mark Roe — a resisted roll; waiting for Mark Roe to `!resist`"
+    )
+    assert waiting["text"] == f"Contests\n{listed}" and "<@" not in json.dumps(waiting)
     # the challenge stores the pool's names; they are read when the answer is rolled
     assert "Strength" not in challenge["text"]
     mrkdwn = section_text(answer["blocks"])

@@ -55,6 +55,7 @@ from coterie_slack.mrkdwn import (
     escape,
     remove_mentions,
     strip_leading_mention,
+    with_names,
 )
 from coterie_slack.settings import SlackSettings, read_credentials
 from slack_fake import BOT_SCOPES, ENV, make_core
@@ -543,3 +544,21 @@ def test_config_check_validates_the_slack_table(tmp_path) -> None:
     good = tmp_path / "good.toml"
     good.write_text('[adapters.slack]\nenabled = true\nmode = "http"\n', encoding="utf-8")
     assert main(["config", "check", str(good)]) == 0  # no token needed to check the file
+
+
+async def test_a_person_named_in_passing_by_a_slack_id_gets_their_name() -> None:
+    asked: list[str] = []
+
+    async def name_of(user: str) -> str | None:
+        asked.append(user)
+        return {"U0MARK00000": "Mark <Roe>"}.get(user)
+
+    body = [
+        Bold((Mention("U0MARK00000", "U0MARK00000"),)),
+        Mention("U0NOBODY000", "U0NOBODY000"),  # no name known: the id stays
+        Mention("bob", "bob"),  # typed: no lookup
+        Mention("U0MARK00000", "Mark", notify=True),  # a label of its own: kept
+    ]
+    named = await with_names(body, name_of)
+    assert asked == ["U0MARK00000", "U0NOBODY000"]
+    assert SlackEncoder().encode(named) == "*Mark &lt;Roe&gt;*U0NOBODY000bob<@U0MARK00000>"

@@ -62,7 +62,13 @@ from coterie_slack.dedup import (
     RecentDeliveries,
     delivery_key,
 )
-from coterie_slack.mrkdwn import decode, mention_pattern, remove_mentions, strip_leading_mention
+from coterie_slack.mrkdwn import (
+    decode,
+    mention_pattern,
+    remove_mentions,
+    strip_leading_mention,
+    with_names,
+)
 from coterie_slack.posted import PostedReplies, reply_metadata
 from coterie_slack.settings import Credentials, SlackSettings
 
@@ -817,6 +823,7 @@ class SlackBot:
         """Send ``reply``: publicly (in the channel or thread), or only to the user for
         ephemeral replies and, for slash commands and buttons, errors. Images are uploaded."""
         private = reply.ephemeral or (target.respond is not None and reply.is_error)
+        reply.body = await with_names(reply.body, self.names.get)
         message = build_message(reply, owner=target.user, upload_images=not private)
         if message.has_body:
             if target.respond is not None:
@@ -861,7 +868,8 @@ class SlackBot:
         """A part for one user only: an ephemeral message in the channel (thread) where Slack
         can show one, else a direct message (a user who is not in the channel can't see an
         ephemeral message there)."""
-        message = build_message(Reply(part.body), owner=part.user, upload_images=False)
+        body = await with_names(part.body, self.names.get)
+        message = build_message(Reply(body), owner=part.user, upload_images=False)
         try:
             await self.client.chat_postEphemeral(
                 channel=target.channel,

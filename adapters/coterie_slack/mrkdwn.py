@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Awaitable, Callable
 from typing import ClassVar
 
-from coterie.render.elements import Actions, Die, Image, Mention, Role
+from coterie.render.elements import Actions, Bold, Die, Image, Italic, Mention, Node, Role, Strike
 from coterie.render.encode import Encoder
 
 #: U+2060 WORD JOINER: invisible, and breaks Slack's ``@here`` / ``@channel`` parsing
@@ -47,6 +48,23 @@ def encode_mention(value: Mention) -> str:
     if value.notify and _USER_ID.fullmatch(value.user):
         return f"<@{value.user}>"  # nothing to escape: capitals and digits only
     return escape(value.label)
+
+
+async def with_names(
+    body: list[Node], name_of: Callable[[str], Awaitable[str | None]]
+) -> list[Node]:
+    """``body`` with each mention that shows a bare Slack user id as its label (a person named
+    in passing, who gets no ``<@U…>``: that would notify them) labelled with their name."""
+    out: list[Node] = []
+    for node in body:
+        if isinstance(node, Mention) and node.label == node.user and _USER_ID.fullmatch(node.user):
+            name = await name_of(node.user)
+            out.append(Mention(node.user, name, node.notify) if name else node)
+        elif isinstance(node, Bold | Italic | Strike):
+            out.append(type(node)(tuple(await with_names(list(node.children), name_of))))
+        else:
+            out.append(node)
+    return out
 
 
 def _wrap(marker: str, inner: str) -> str:
