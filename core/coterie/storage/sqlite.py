@@ -38,6 +38,9 @@ SQLITE_BUSY_TIMEOUT_MS = 30_000
 #: commits of a SQLite store between two checkpoints of its WAL into the database file; the
 #: checkpoint (which syncs the file to disk) runs in a thread, never on the event loop
 CHECKPOINT_EVERY = 200
+#: bytes the WAL file is cut back to when SQLite starts it again after a checkpoint (between two
+#: checkpoints it holds :data:`CHECKPOINT_EVERY` commits, a few pages each: about 2 MB)
+WAL_SIZE_LIMIT = 4 * 1024 * 1024
 
 
 _UPSERT = (
@@ -114,10 +117,20 @@ def connect_sqlite(path: Path) -> sqlite3.Connection:
             db.execute("PRAGMA journal_mode = WAL")
         db.execute("PRAGMA synchronous = NORMAL")
         db.execute("PRAGMA cache_size = -8192")  # 8 MiB: the roll log's indexes stay in memory
+        db.execute(f"PRAGMA journal_size_limit = {WAL_SIZE_LIMIT}")
     except BaseException:
         db.close()
         raise
     return db
+
+
+def checkpoint_passive(db: sqlite3.Connection) -> None:
+    """Copy what the WAL holds into the database file without waiting for any lock (SQLite's
+    ``PASSIVE`` checkpoint, on a connection of its own; a failure is left to the next one)."""
+    try:
+        db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+    except sqlite3.Error as error:
+        log.debug("WAL checkpoint: %s", error)
 
 
 async def when_free(work: Callable[[], T], what: str) -> T:
@@ -418,6 +431,8 @@ class LiteScope:
         lock = store._write_lock
         await lock.acquire()
         try:
+            if store._drain is not None:
+                await store.drained()
             db = store._lite()
             try:
                 db.execute("BEGIN IMMEDIATE")
