@@ -444,7 +444,7 @@ async def _play(variant: str, seed: int, steps: list[Step]) -> None:
         out = await t(user, text)
         assert "something went wrong" not in out, (text, out)
         assert t.last is not None
-        new = t.store._log[before:]
+        new = t.store.logged(before)
         if t.last.is_error:
             assert t.store._data == data and not new, (text, out)
             continue

@@ -4,76 +4,28 @@ stored value, and running a transaction again when the database gives up on it
 
 from __future__ import annotations
 
-import dataclasses
-import json
 import logging
 import sqlite3
 import sys
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from coterie.retry import Backoff, retry
-from coterie.storage.state import RollRecord, StateStore, Transaction, check_json
+from coterie.storage.jsontext import dumps_json as dumps_json
+from coterie.storage.state import JSON_COLUMNS as JSON_COLUMNS
+from coterie.storage.state import ROLL_FIELDS as ROLL_FIELDS
+from coterie.storage.state import StateStore, Transaction
+from coterie.storage.state import roll_row as roll_row
 
 if TYPE_CHECKING:
     pass
 
-
-ROLL_FIELDS = [f.name for f in dataclasses.fields(RollRecord)]
-JSON_COLUMNS = ("faces", "detail")
 
 T = TypeVar("T")
 #: attempts of a transaction that failed on a serialization failure or a deadlock
 RETRY_ATTEMPTS = 4
 
 log = logging.getLogger("coterie.storage.sql")
-#: the types a roll record field may hold as they are
-ATOMS = frozenset({str, int, bool, type(None)})
-
-
-def dumps_json(value: Any) -> str:
-    """``value`` as compact JSON text; refuses what :func:`~coterie.state.check_json` refuses
-    (``allow_nan=False``: NaN and infinities; anything JSON cannot hold)."""
-    if _C_ENCODE is not None:
-        try:
-            return "".join(_C_ENCODE(value, 0))
-        except (TypeError, ValueError, RecursionError):
-            pass  # the encoder below raises its own, well-worded error
-    return _ENCODER.encode(value)
-
-
-#: one encoder for every value (``json.dumps`` with options builds a new one per call)
-_ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"))
-#: the C encoder behind ``_ENCODER``, made once (``JSONEncoder.encode`` makes one per call). It
-#: keeps no record of the containers it is inside (a reused record would be left dirty by a
-#: failed call), so a circular value ends in RecursionError, and the call above then lets
-#: ``_ENCODER`` word the error
-_make_encoder: Any = getattr(json.encoder, "c_make_encoder", None)
-_C_ENCODE: Any = (
-    None
-    if _make_encoder is None
-    else _make_encoder(
-        None, _ENCODER.default, json.encoder.encode_basestring, None, ":", ",", False, False, False
-    )
-)
-
-
-def roll_row(record: RollRecord) -> tuple[Any, ...]:
-    """A roll record as the ``rolls`` row's values (in ``ROLL_FIELDS`` order), checked: the JSON
-    columns as JSON text, the other fields of the types they are declared with."""
-    row = vars(record)
-    values = []
-    for name in ROLL_FIELDS:
-        value = row[name]
-        if name in JSON_COLUMNS:
-            value = dumps_json(value)
-        elif type(value) not in ATOMS:
-            if type(value) is not float:
-                raise TypeError(f"roll record field {name}: {value!r} is not JSON-compatible")
-            if value - value != 0.0:  # NaN or ±infinity: refused, as by every store
-                check_json(value)  # (raises json's own ValueError)
-        values.append(value)
-    return tuple(values)
 
 
 def is_busy(error: BaseException) -> bool:

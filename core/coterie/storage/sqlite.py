@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from coterie.storage.character_rows import UNDO_DEPTH, Character, parse_sheet
 from coterie.storage.readahead import expected
-from coterie.storage.state import RollRecord
+from coterie.storage.state import RollRecord, row_record
 
 if TYPE_CHECKING:
     from coterie.storage.sql import SQLStore
@@ -76,17 +76,8 @@ _INSERT_ROLL = (
 _SELECT_ROLLS = (
     f"SELECT {', '.join(f'{chr(34)}{name}{chr(34)}' for name in ROLL_FIELDS)} FROM rolls"
 )
-_FACES = ROLL_FIELDS.index("faces")
-_DETAIL = ROLL_FIELDS.index("detail")
-_BOTCH = ROLL_FIELDS.index("botch")
-
-
-def roll_record(row: tuple[Any, ...]) -> RollRecord:
-    values = list(row)
-    values[_FACES] = json.loads(values[_FACES])
-    values[_DETAIL] = json.loads(values[_DETAIL])
-    values[_BOTCH] = bool(values[_BOTCH])
-    return RollRecord(**dict(zip(ROLL_FIELDS, values, strict=True)))
+#: a row of the ``rolls`` table (its columns in ``ROLL_FIELDS`` order) as a record
+roll_record = row_record
 
 
 def select_lite_rolls(

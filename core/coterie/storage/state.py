@@ -19,7 +19,9 @@ import asyncio
 import copy
 import json
 import time
-from dataclasses import field
+from dataclasses import field, fields
+from math import isfinite
+from operator import attrgetter
 from typing import Any, Protocol, runtime_checkable
 
 from coterie.records import dataclass
@@ -29,6 +31,7 @@ from coterie.storage.character_rows import (
     MemoryCharacterTx,
     ThroughTransactions,
 )
+from coterie.storage.jsontext import dumps_json
 from coterie.storage.scope import LockedScope
 
 #: the value a transaction's buffer holds for a key deleted in it
@@ -112,6 +115,51 @@ def faces_text(record: RollRecord, limit: int | None = None) -> str:
         words.append(str(face))
     more = limit is not None and len(record.faces) > limit
     return " ".join(words) + (" …" if more else "")
+
+
+#: a roll record's fields in the order of its row (the ``rolls`` table's columns, the memory
+#: store's tuples)
+ROLL_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(RollRecord))
+#: the fields a row keeps as JSON text
+JSON_COLUMNS = ("faces", "detail")
+_FACES_AT = ROLL_FIELDS.index("faces")
+_DETAIL_AT = ROLL_FIELDS.index("detail")
+_BOTCH_AT = ROLL_FIELDS.index("botch")
+_ROOM_AT = ROLL_FIELDS.index("room")
+_USER_AT = ROLL_FIELDS.index("user")
+_SESSION_AT = ROLL_FIELDS.index("session")
+#: every field's value, read in C
+_read_record = attrgetter(*ROLL_FIELDS)
+#: the types a row's other fields may hold
+_ROW_TYPES = frozenset({str, int, bool, type(None), float})
+
+
+def roll_row(record: RollRecord) -> tuple[Any, ...]:
+    """A roll record as a row's values (in :data:`ROLL_FIELDS` order), checked as every store
+    checks it: the JSON columns as JSON text, the other fields strings, numbers (finite),
+    booleans or ``None`` (else a ``TypeError``, or json's ``ValueError``)."""
+    values = list(_read_record(record))
+    values[_FACES_AT] = dumps_json(values[_FACES_AT])
+    values[_DETAIL_AT] = dumps_json(values[_DETAIL_AT])
+    if not _ROW_TYPES.issuperset(map(type, values)):
+        for name, value in zip(ROLL_FIELDS, values, strict=True):
+            if type(value) not in _ROW_TYPES:
+                raise TypeError(f"roll record field {name}: {value!r} is not JSON-compatible")
+    if not all(map(isfinite, [value for value in values if type(value) is float])):
+        check_json(values)  # NaN or an infinity: refused, as by every store (json's ValueError)
+    return tuple(values)
+
+
+def row_record(row: tuple[Any, ...] | list[Any]) -> RollRecord:
+    """The roll record a row (:func:`roll_row`, or the ``rolls`` table's columns) was made from:
+    a new object, sharing nothing with the row."""
+    values = list(row)
+    values[_FACES_AT] = json.loads(values[_FACES_AT])
+    values[_DETAIL_AT] = json.loads(values[_DETAIL_AT])
+    values[_BOTCH_AT] = bool(values[_BOTCH_AT])
+    record = object.__new__(RollRecord)  # every field is set here: no __init__ needed
+    record.__dict__.update(zip(ROLL_FIELDS, values, strict=True))
+    return record
 
 
 @runtime_checkable
@@ -242,30 +290,24 @@ def json_copy(value: Any) -> Any:
         return copy.deepcopy(value)
 
 
-def select_rolls(
-    records: list[RollRecord],
+def select_rows(
+    rows: list[tuple[Any, ...]],
     room: str,
     *,
     limit: int | None,
     user: str | None,
     session: str | None,
-) -> list[RollRecord]:
-    """The roll-log query of the protocol over records kept in order of logging."""
+) -> list[tuple[Any, ...]]:
+    """The roll-log query of the protocol over rows (:func:`roll_row`) kept in order of
+    logging, newest first."""
     chosen = [
         r
-        for r in reversed(records)
-        if r.room == room
-        and (user is None or r.user == user)
-        and (session is None or r.session == session)
+        for r in reversed(rows)
+        if r[_ROOM_AT] == room
+        and (user is None or r[_USER_AT] == user)
+        and (session is None or r[_SESSION_AT] == session)
     ]
     return chosen if limit is None else chosen[:limit]
-
-
-def _record_copy(record: RollRecord) -> RollRecord:
-    """A checked (JSON-compatible) independent copy of a roll record."""
-    copied = object.__new__(RollRecord)  # the fields are all set below: no __init__ needed
-    copied.__dict__.update(record.as_json())
-    return copied
 
 
 class _MemoryTransaction(MemoryCharacterTx):
@@ -273,7 +315,7 @@ class _MemoryTransaction(MemoryCharacterTx):
         super().__init__(store._characters, json_copy)
         self._store = store
         self.writes: dict[tuple[str, str], Any] = {}
-        self.logged: list[RollRecord] = []
+        self.logged: list[tuple[Any, ...]] = []
 
     async def get(self, namespace: str, key: str) -> Any | None:
         value = self.writes.get((namespace, key), self._store._data.get((namespace, key)))
@@ -293,17 +335,23 @@ class _MemoryTransaction(MemoryCharacterTx):
         )
 
     async def log_roll(self, record: RollRecord) -> None:
-        self.logged.append(_record_copy(record))
+        self.logged.append(roll_row(record))
 
 
 class MemoryStore(ThroughTransactions):
     """A process-local store: state lasts as long as the process. Nothing here awaits between
-    its reads and writes, so on one event loop each method is atomic without a lock."""
+    its reads and writes, so on one event loop each method is atomic without a lock.
+
+    The roll log is kept as a database keeps it, one row per roll (:func:`roll_row`: the faces
+    and the detail as JSON text, written in C), and read back into new records: a logged record
+    shares nothing with the caller's, and costs a few strings to keep (a copy of its objects
+    cost ~10 µs a roll, and as many objects for the garbage collector to walk)."""
 
     def __init__(self) -> None:
         self._data: dict[tuple[str, str], Any] = {}
         self._characters = MemoryCharacters()
-        self._log: list[RollRecord] = []
+        #: the roll log's rows (:func:`roll_row`), oldest first
+        self._log: list[tuple[Any, ...]] = []
         self._locks: dict[str, asyncio.Lock] = {}
 
     def transaction(self, lock: str = "") -> LockedScope[_MemoryTransaction]:
@@ -347,7 +395,7 @@ class MemoryStore(ThroughTransactions):
         return sorted(k for ns, k in self._data if ns == namespace and k.startswith(prefix))
 
     async def log_roll(self, record: RollRecord) -> None:
-        self._log.append(_record_copy(record))
+        self._log.append(roll_row(record))
 
     async def rolls(
         self,
@@ -357,8 +405,12 @@ class MemoryStore(ThroughTransactions):
         user: str | None = None,
         session: str | None = None,
     ) -> list[RollRecord]:
-        found = select_rolls(self._log, room, limit=limit, user=user, session=session)
-        return [_record_copy(record) for record in found]
+        found = select_rows(self._log, room, limit=limit, user=user, session=session)
+        return [row_record(row) for row in found]
+
+    def logged(self, start: int = 0) -> list[RollRecord]:
+        """Every roll logged from the ``start``-th on, oldest first (for tests)."""
+        return [row_record(row) for row in self._log[start:]]
 
     async def close(self) -> None:
         self._data.clear()
