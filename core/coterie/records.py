@@ -41,7 +41,7 @@ import threading
 from types import CodeType
 from typing import TYPE_CHECKING, Any
 
-__all__ = ["compiled_here", "dataclass"]
+__all__ = ["compiled_here", "dataclass", "once"]
 
 #: entries kept in the file at most; past it, only the texts this process used are written
 LIMIT = 4096
@@ -189,3 +189,33 @@ else:
                 _unswap()
 
         return wrap if cls is None else wrap(cls)
+
+
+if TYPE_CHECKING:
+    from functools import cached_property as once
+else:
+
+    class once:
+        """A property of an immutable object, worked out on first use and then kept in the
+        object's ``__dict__``, where later reads find it as a plain attribute (no call at all).
+
+        For the derived values of frozen dataclasses (an outcome's ``botch``, ``successes``...):
+        equality, hashing and ``repr`` look at the fields only, and :func:`dataclasses.replace`
+        makes a new object that works its values out again. Unlike
+        :func:`functools.cached_property` on Python 3.11 it takes no lock (every roll reads a
+        dozen of these)."""
+
+        def __init__(self, function):
+            self.function = function
+            self.name = function.__name__
+            self.__doc__ = function.__doc__
+
+        def __set_name__(self, owner, name):
+            self.name = name
+
+        def __get__(self, instance, owner=None):
+            if instance is None:
+                return self
+            value = self.function(instance)
+            instance.__dict__[self.name] = value
+            return value

@@ -325,6 +325,9 @@ class PoolRoll:
 WILLPOWER_SUCCESSES = 1
 
 
+_BOTCH = Role.BOTCH  # (a global: an enum's members are slow to look up on the class)
+
+
 def roll_pool(faces: Sequence[int], difficulty: int, *, willpower: bool = False) -> PoolRoll:
     """Count one roll.
 
@@ -335,13 +338,11 @@ def roll_pool(faces: Sequence[int], difficulty: int, *, willpower: bool = False)
     * a spent Willpower point guarantees one success: it is added after the 1s have cancelled,
       and a roll with it cannot botch.
     """
-    rolled = d10.count_successes(faces, difficulty)
-    ones = d10.count_ones(faces)
-    roles = d10.cancellation_roles(faces, difficulty)
+    rolled, ones, roles = d10.pool_counts(faces, difficulty)
     net = max(0, rolled - ones) + (WILLPOWER_SUCCESSES if willpower else 0)
     botch = not willpower and rolled == 0 and ones > 0
     if botch:
-        roles = [Role.BOTCH if face == 1 else role for face, role in zip(faces, roles, strict=True)]
+        roles = [_BOTCH if face == 1 else role for face, role in zip(faces, roles, strict=True)]
     return PoolRoll(
         faces=tuple(faces),
         difficulty=difficulty,

@@ -5,7 +5,7 @@ whole request), shared by the rule set (:mod:`coterie_revised.variant`) and its 
 from __future__ import annotations
 
 from coterie.framework.grammar import Pool
-from coterie.records import dataclass
+from coterie.records import dataclass, once
 
 
 @dataclass(frozen=True)
@@ -32,7 +32,7 @@ class RevisedRequest:
     willpower_cancellable: bool = False
     botch_wipes: bool = True
 
-    @property
+    @once
     def dice(self) -> int:
         own = 0 if self.automatic else self.actor.pool
         return own + (self.versus.pool if self.versus else 0)

@@ -73,6 +73,9 @@ class PoolRoll:
         return "success" if self.net > 0 else "failure"
 
 
+_BOTCH = Role.BOTCH  # (a global: an enum's members are slow to look up on the class)
+
+
 def roll_pool(
     faces: Sequence[int],
     difficulty: int,
@@ -89,9 +92,7 @@ def roll_pool(
     * Willpower adds one automatic success. Our reading: 1s do not cancel it (unless the room's
       ``willpower_cancellable`` house rule says so) and a roll with it cannot botch.
     """
-    rolled = d10.count_successes(faces, difficulty)
-    ones = d10.count_ones(faces)
-    roles = d10.cancellation_roles(faces, difficulty)
+    rolled, ones, roles = d10.pool_counts(faces, difficulty)
     if willpower and willpower_cancellable:
         net = max(0, rolled + 1 - ones)
     elif willpower:
@@ -100,7 +101,7 @@ def roll_pool(
         net = max(0, rolled - ones)
     botch = not willpower and rolled == 0 and ones > 0
     if botch:
-        roles = [Role.BOTCH if face == 1 else role for face, role in zip(faces, roles, strict=True)]
+        roles = [_BOTCH if face == 1 else role for face, role in zip(faces, roles, strict=True)]
     return PoolRoll(
         faces=tuple(faces),
         difficulty=difficulty,

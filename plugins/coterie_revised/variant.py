@@ -12,8 +12,8 @@ from coterie.dice.odds import Distribution, require_rules
 from coterie.errors import UsageError
 from coterie.framework.grammar import Grammar, Option, Parsed
 from coterie.framework.variant import HouseRule, Outcome, RollContext, RoomSettings, Variant
-from coterie.records import dataclass
-from coterie.render.elements import BR, Node, Text, bold, code, italic
+from coterie.records import dataclass, once
+from coterie.render.elements import BR, Bold, Node, Text, bold, code, italic
 from coterie.rulekit import pools
 from coterie.rulekit.pools import POOL, WILLPOWER, difficulty_option, difficulty_slot, plural
 from coterie_revised import rules
@@ -125,15 +125,15 @@ class RevisedOutcome(Outcome):
     #: a contest between two chat users: the challenger's and the answerer's names
     names: tuple[str, str] | None = None
 
-    @property
+    @once
     def faces(self) -> tuple[int, ...]:  # type: ignore[override]
         return self.actor.faces if self.actor else ()
 
-    @property
+    @once
     def botch(self) -> bool:
         return self.actor is not None and self.actor.botch and not self.free_botch
 
-    @property
+    @once
     def outcome(self) -> str:  # type: ignore[override]
         if self.actor is None:
             return "success"
@@ -141,13 +141,13 @@ class RevisedOutcome(Outcome):
             return "botch"
         return "success" if self.actor.net > 0 else "failure"
 
-    @property
+    @once
     def successes(self) -> int:  # type: ignore[override]
         if self.actor is None:
             return rules.AUTOMATIC_SUCCESSES
         return self.actor.net if self.outcome == "success" else 0
 
-    @property
+    @once
     def degree(self) -> str | None:  # type: ignore[override]
         """The degree of success of a simple action (000 Degrees of Success). A resisted
         action's winner has only the successes beyond the other side's: their degree, if the
@@ -159,18 +159,18 @@ class RevisedOutcome(Outcome):
             return None
         return rules.degree(self.successes)
 
-    @property
+    @once
     def resisted(self) -> d10.Resisted | None:
         if self.actor is None or self.opponent is None:
             return None
         return d10.Resisted(self.successes, 0 if self.opponent_botch else self.opponent.net)
 
-    @property
+    @once
     def opponent_botch(self) -> bool:
         """The opposing side botched (and it was not that player's free botch)."""
         return self.opponent is not None and self.opponent.botch and not self.opponent_free_botch
 
-    @property
+    @once
     def extended(self) -> d10.Extended | None:
         target = self.request.target
         if target is None or self.request.versus is not None or self.actor is None:
@@ -180,7 +180,7 @@ class RevisedOutcome(Outcome):
             state, self.successes, self.botch, botch_wipes=self.request.botch_wipes
         )
 
-    @property
+    @once
     def contest(self) -> d10.ExtendedResisted | None:
         request = self.request
         if request.target is None or request.versus is None or not self.actor or not self.opponent:
@@ -483,6 +483,9 @@ def _faces(roll: rules.PoolRoll) -> list[Node]:
     return pools.face_nodes(roll.faces, roll.roles)
 
 
+_FAILURE = bold("Failure")  # (elements are immutable: one serves every reply)
+
+
 def _result_line(roll: rules.PoolRoll, free_botch: bool = False, degree: bool = True) -> list[Node]:
     """One side's result; ``degree``: with its degree of success (a simple action's roll only:
     a resisted side keeps only what beats the other, and an extended roll adds to a goal)."""
@@ -490,11 +493,11 @@ def _result_line(roll: rules.PoolRoll, free_botch: bool = False, degree: bool = 
         return [bold("Botch!"), Text(f" No success and {plural(roll.ones, 'one')}.")]
     parts: list[Node] = []
     if roll.net > 0:
-        parts += [bold(plural(roll.net, "success"))]
+        parts += [Bold((Text(plural(roll.net, "success")),))]
         if degree:
             parts += [Text(f" — {rules.degree(roll.net)}")]
     else:
-        parts += [bold("Failure")]
+        parts += [_FAILURE]
     details: list[str] = []
     if roll.ones and roll.rolled:
         cancelled = min(roll.ones, roll.rolled)

@@ -27,6 +27,33 @@ def count_ones(faces: Sequence[int]) -> int:
     return list(faces).count(1)
 
 
+# the roles as module constants: ``Role.SUCCESS`` is looked up on the enum class on every use,
+# ten times slower than a global (an enum's class attributes are not cached by the interpreter)
+_SUCCESS, _ONE, _FAILURE, _CANCELLED = Role.SUCCESS, Role.ONE, Role.FAILURE, Role.CANCELLED
+#: by difficulty: the role of each face 0-10 before 1s cancel (:func:`is_success`; a 1 that does
+#: not succeed is a one)
+_FIRST_ROLES: dict[int, tuple[Role, ...]] = {}
+
+
+def _first_roles(faces: Sequence[int], difficulty: int) -> list[Role]:
+    """Each face's role before the 1s cancel anything (looked up in a table, in C, for faces
+    1-10; any other face written out)."""
+    table = _FIRST_ROLES.get(difficulty)
+    if table is None:
+        table = tuple(_first_role(face, difficulty) for face in range(11))
+        if len(_FIRST_ROLES) < 64:
+            _FIRST_ROLES[difficulty] = table
+    if faces and min(faces) >= 1 and max(faces) <= 10:
+        return list(map(table.__getitem__, faces))
+    return [_first_role(face, difficulty) for face in faces]
+
+
+def _first_role(face: int, difficulty: int) -> Role:
+    if face >= difficulty or face == 10:  # (:func:`is_success` written out)
+        return _SUCCESS
+    return _ONE if face == 1 else _FAILURE
+
+
 def cancellation_roles(faces: Sequence[int], difficulty: int) -> list[Role]:
     """The role of each face when every 1 sets aside one success.
 
@@ -34,18 +61,30 @@ def cancellation_roles(faces: Sequence[int], difficulty: int) -> list[Role]:
     set aside first, so the dice that stand are the best ones. A 1 with no success left to take is
     :attr:`Role.ONE`; a 1 that took one, and the success it took, are :attr:`Role.CANCELLED`.
     """
-    roles = [
-        Role.SUCCESS if f >= difficulty or f == 10 else Role.ONE if f == 1 else Role.FAILURE
-        for f in faces
-    ]  # (:func:`is_success` written out)
-    if Role.ONE not in roles:  # nothing cancels (most rolls)
+    roles = _first_roles(faces, difficulty)
+    if _ONE not in roles:  # nothing cancels (most rolls)
         return roles
-    successes = sorted((f, i) for i, f in enumerate(faces) if roles[i] is Role.SUCCESS)
-    ones = [i for i, f in enumerate(faces) if roles[i] is Role.ONE]
+    return _cancelled(faces, roles)
+
+
+def _cancelled(faces: Sequence[int], roles: list[Role]) -> list[Role]:
+    successes = sorted((f, i) for i, f in enumerate(faces) if roles[i] is _SUCCESS)
+    ones = [i for i, f in enumerate(faces) if roles[i] is _ONE]
     for one_index, (_, success_index) in zip(ones, successes, strict=False):
-        roles[one_index] = Role.CANCELLED
-        roles[success_index] = Role.CANCELLED
+        roles[one_index] = _CANCELLED
+        roles[success_index] = _CANCELLED
     return roles
+
+
+def pool_counts(faces: Sequence[int], difficulty: int) -> tuple[int, int, list[Role]]:
+    """:func:`count_successes`, :func:`count_ones` and :func:`cancellation_roles` of one roll,
+    worked out together (every roll of revised and crossover asks for all three)."""
+    roles = _first_roles(faces, difficulty)
+    rolled = roles.count(_SUCCESS)
+    ones = list(faces).count(1)
+    if ones and _ONE in roles:
+        roles = _cancelled(faces, roles)
+    return rolled, ones, roles
 
 
 def degree(successes: int, labels: Sequence[str]) -> str | None:

@@ -197,13 +197,19 @@ class Coterie:
         """The command called ``word`` in a room on ``variant`` (variant-specific ones first),
         for ``args`` when given (see :attr:`Command.applies`)."""
         commands = self.catalogue.commands
-        self.variants.settle(variant)  # a deferred rule set's commands join when it loads
+        if self.variants._pending:
+            self.variants.settle(variant)  # a deferred rule set's commands join when it loads
         if self._by_word[0] != len(commands):  # (re)index by name, rule-set ones first
             ranked = sorted(commands, key=lambda c: not c.variants)
             names = {name for c in ranked for name in c.names}
             self._by_word = (len(ranked), {n: [c for c in ranked if n in c.names] for n in names})
-        matches = self._by_word[1].get(word, ())
-        return next((c for c in matches if c.available_in(variant) and c.takes(args)), None)
+        for command in self._by_word[1].get(word, ()):
+            # (:meth:`Command.available_in` and :meth:`Command.takes` written out)
+            if (not command.variants or variant in command.variants) and (
+                args is None or command.applies is None or command.applies(args)
+            ):
+                return command
+        return None
 
     def room_commands(self, variant: str) -> list[Command]:
         """The commands of a room on ``variant`` that its rule set supports, by name."""

@@ -66,7 +66,8 @@ class Registry(MutableMapping[str, T]):
             self._load(next(iter(self._pending.values())))
 
     def __getitem__(self, name: str) -> T:
-        self.settle(name)
+        if self._pending:  # (:meth:`settle`, when anything is still to load)
+            self.settle(name)
         return self._items[name]
 
     def __contains__(self, name: object) -> bool:

@@ -159,24 +159,36 @@ class CommandContext:
         if sides is not None and parts is not None:
             await self._log_sides(request, outcome, sides, parts)
             return
-        detail = self._detail(outcome)  # a fresh dict: completed in place
+        variant, message = self.variant, self.message
+        # (:meth:`_detail` and :meth:`_next_id` written out: every roll is logged)
+        detail = outcome.as_json()  # a fresh dict: completed in place
+        flags = variant.flags(outcome)
+        if flags:
+            detail["flags"] = sorted(flags)
+        if self.secret:
+            detail["secret"] = True
+        if self.scene is not None:
+            detail["scene"] = self.scene
         detail["hunger_dice"] = outcome.hunger_dice
+        if self.roll_id is None:
+            self.roll_id = new_roll_id()
+        self.rolls += 1
         record = RollRecord(
-            id=self._next_id(),
-            room=self.message.room_key,
-            user=self.message.user,
-            display_name=self.message.display_name,
-            variant=self.variant.name,
-            request=shorten_request(self.message.text),
+            id=self.roll_id if self.rolls == 1 else f"{self.roll_id}-{self.rolls}",
+            room=message.room_key,
+            user=message.user,
+            display_name=message.display_name,
+            variant=variant.name,
+            request=shorten_request(message.text),
             faces=list(outcome.rolled_faces),
             outcome=outcome.outcome,
             successes=outcome.successes,
-            botch=self.variant.is_botch(outcome),
-            expected=expected_successes(self.variant, request),
+            botch=variant.is_botch(outcome),
+            expected=expected_successes(variant, request),
             session=self.session,
             detail=detail,
         )
-        await self.store.log_roll(record)
+        await (self.tx if self.tx is not None else self.app._state).log_roll(record)
 
     async def _log_sides(
         self,
@@ -268,6 +280,10 @@ def shorten_request(text: str, limit: int = 300) -> str:
 #: requests whose expected successes :func:`expected_successes` keeps (oldest dropped first)
 EXPECTED_CACHE_SIZE = 4096
 _expected_cache: dict[tuple[type, str, Any], float | None] = {}
+#: the same, by the request object itself: id → (request, rule set, value). A roll written again
+#: is built once (:mod:`coterie.framework.requestcache`), so it is the same object, found here
+#: without hashing it (a request's hash walks its dataclasses in Python, every time)
+_expected_by_id: dict[int, tuple[Any, Variant[Any, Any], float | None]] = {}
 
 
 def expected_successes(variant: Variant[Any, Any], request: Any) -> float | None:
@@ -276,6 +292,32 @@ def expected_successes(variant: Variant[Any, Any], request: Any) -> float | None
     Remembered per (rule set, request) for requests that can be hashed (every built-in rule
     set's): the odds engine caches its tables, but wrapping one up into a distribution for the
     request still costs tens of microseconds, on every roll."""
+    seen = _expected_by_id.get(id(request))
+    if seen is not None and seen[0] is request and seen[1] is variant:
+        return seen[2]  # (held here: the id names no other object while the entry lives)
+    value = _expected_hashed(variant, request)
+    if not _immutable(type(request)):  # (a request changed in place would be another one)
+        return value
+    if len(_expected_by_id) >= EXPECTED_CACHE_SIZE:
+        _expected_by_id.pop(next(iter(_expected_by_id)))
+    _expected_by_id[id(request)] = (request, variant, value)
+    return value
+
+
+#: request types by whether they are frozen dataclasses (what :func:`expected_successes` may
+#: remember by identity)
+_FROZEN: dict[type, bool] = {}
+
+
+def _immutable(kind: type) -> bool:
+    frozen = _FROZEN.get(kind)
+    if frozen is None:
+        params = getattr(kind, "__dataclass_params__", None)
+        frozen = _FROZEN[kind] = bool(params is not None and params.frozen)
+    return frozen
+
+
+def _expected_hashed(variant: Variant[Any, Any], request: Any) -> float | None:
     try:
         key = (type(variant), variant.name, request)
         return _expected_cache[key]

@@ -31,6 +31,7 @@ import time
 import types
 from collections import Counter, deque
 from collections.abc import Callable, Collection, Sequence
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import pluggy
@@ -75,13 +76,27 @@ class _Impl(NamedTuple):
     argnames: tuple[str, ...]
     #: an ``async def`` function (its call returns a coroutine: never run in a thread)
     coroutine: bool
+    #: the arguments it takes, picked from a call's keyword arguments in C (a tuple of them)
+    pick: Callable[[dict[str, Any]], tuple[Any, ...]]
 
     @classmethod
     def of(cls, impl: pluggy.HookImpl) -> _Impl:
         function = impl.function
+        names = tuple(impl.argnames)
         return cls(
-            impl.plugin_name, function, tuple(impl.argnames), inspect.iscoroutinefunction(function)
+            impl.plugin_name, function, names, inspect.iscoroutinefunction(function), _picker(names)
         )
+
+
+def _picker(names: tuple[str, ...]) -> Callable[[dict[str, Any]], tuple[Any, ...]]:
+    """``lambda kwargs: tuple(kwargs[n] for n in names)``, in C where it can be (``itemgetter``
+    of one name answers the bare value, of none is refused: those two are written out)."""
+    if len(names) > 1:
+        return itemgetter(*names)
+    if names:
+        (name,) = names
+        return lambda kwargs: (kwargs[name],)
+    return lambda kwargs: ()
 
 
 @dataclass(frozen=True)
@@ -300,7 +315,8 @@ class PluginHost:
     def _impls(self, hook: str) -> tuple[_Impl, ...]:
         """The implementations of ``hook`` in calling order (last registered first, as pluggy
         calls them), kept until a plugin is registered or unregistered: every message calls
-        a handful of hooks, and pluggy copies its list on each ask."""
+        a handful of hooks, and pluggy copies its list on each ask. (The callers below look
+        the kept list up themselves first: this is a call on every hook call saved.)"""
         version = self.pm.version
         kept = self._impl_cache.get(hook)
         if kept is not None and kept[0] == version:
@@ -320,7 +336,7 @@ class PluginHost:
             if _only is not None and impl.plugin_name not in _only:
                 continue
             try:
-                value = impl.function(*[kwargs[arg] for arg in impl.argnames])
+                value = impl.function(*impl.pick(kwargs))
             except Exception as error:
                 self._fail(impl.plugin_name, hook, error)
                 continue
@@ -336,13 +352,14 @@ class PluginHost:
         :data:`PER_MESSAGE_HOOKS` run in a worker thread, so one that hangs is abandoned after
         the timeout too."""
         results: list[tuple[str, Any]] = []
-        impls = self._impls(hook)
+        kept = self._impl_cache.get(hook)
+        impls = kept[1] if kept is not None and kept[0] == self.pm.version else self._impls(hook)
         if not impls:  # the usual case for the per-message hooks: nothing to call
             return results
         threaded = hook in PER_MESSAGE_HOOKS
         for impl in impls:
             plugin = impl.plugin_name
-            args = [kwargs[arg] for arg in impl.argnames]
+            args = impl.pick(kwargs)
             timeout = HOOK_TIMEOUT
             try:
                 if threaded and not impl.coroutine and plugin not in self.trusted:
@@ -379,8 +396,10 @@ class PluginHost:
         exception is not isolated here but reaches the command, where a ``UsageError`` becomes
         the user's friendly error and anything else the command's incident, as if the command
         itself had raised it."""
-        for impl in self._impls(hook):
-            value = impl.function(*[kwargs[arg] for arg in impl.argnames])
+        kept = self._impl_cache.get(hook)
+        impls = kept[1] if kept is not None and kept[0] == self.pm.version else self._impls(hook)
+        for impl in impls:
+            value = impl.function(*impl.pick(kwargs))
             if value is None:  # (``isawaitable(None)`` asks an ABC: the slow way to say no)
                 continue
             if inspect.isawaitable(value):
@@ -390,7 +409,7 @@ class PluginHost:
         return None
 
     async def _in_thread(
-        self, plugin: str, hook: str, function: Any, args: list[Any], timeout: float | None
+        self, plugin: str, hook: str, function: Any, args: Sequence[Any], timeout: float | None
     ) -> Any:
         """``function(*args)`` in a daemon thread (a hung one never blocks the process from
         exiting), waited for at most ``timeout`` seconds (``None``: until the caller is

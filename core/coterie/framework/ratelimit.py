@@ -152,12 +152,32 @@ class RateLimiter:
 
     def check(self, platform: str, room_key: str, user: str, command: str) -> Verdict:
         """Take a command's tokens if both buckets have them; otherwise a refusal."""
-        if self.exempt(platform):
+        limits = self.limits
+        if not limits.enabled or platform in limits.exempt_platforms:  # (:meth:`exempt`)
             return ALLOWED
         now = self.clock()
-        user_bucket = self.users._bucket(f"{platform}\x00{user}", now)  # one person per platform
-        room_bucket = self.rooms._bucket(room_key, now)
-        return decide(user_bucket, room_bucket, float(self.cost(command)), now, self.limits)
+        users, rooms = self.users, self.rooms
+        user_key = f"{platform}\x00{user}"  # one person per platform
+        cost = float(limits.command_cost.get(command, 1))  # (:meth:`cost`)
+        user_bucket = users._buckets.get(user_key)
+        room_bucket = rooms._buckets.get(room_key)
+        if user_bucket is None or room_bucket is None:
+            user_bucket = users._bucket(user_key, now)
+            room_bucket = rooms._bucket(room_key, now)
+        else:  # both known (most commands): :meth:`BucketTable._bucket` written out
+            users._buckets.move_to_end(user_key)
+            rooms._buckets.move_to_end(room_key)
+            for bucket, table in ((user_bucket, users), (room_bucket, rooms)):
+                if now > bucket.updated:  # (:meth:`Bucket.refill`)
+                    bucket.tokens = min(
+                        table.burst, bucket.tokens + (now - bucket.updated) * table.rate
+                    )
+                    bucket.updated = now
+        if user_bucket.tokens >= cost and room_bucket.tokens >= cost:  # (:func:`decide`'s yes)
+            user_bucket.tokens -= cost
+            room_bucket.tokens -= cost
+            return ALLOWED
+        return decide(user_bucket, room_bucket, cost, now, limits)
 
     async def verdict(self, platform: str, room_key: str, user: str, command: str) -> Verdict:
         """:meth:`check`, as :meth:`Coterie.handle` asks it (a shared limiter asks the store)."""

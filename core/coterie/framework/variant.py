@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 from coterie.dice.sources import DiceSource
 from coterie.framework.grammar import Grammar, Parsed
 from coterie.records import dataclass
-from coterie.render.elements import BR, Node, Text, bold, italic
+from coterie.render.elements import BR, Bold, Node, Text, italic
 
 if TYPE_CHECKING:
     from coterie.dice.odds import Distribution
@@ -164,6 +164,8 @@ DEFAULT_OUTCOMES = (
     OutcomeKind("botch", flags=frozenset({"botch"})),
 )
 
+
+_NO_FLAGS: frozenset[str] = frozenset()
 
 RequestT = TypeVar("RequestT")
 OutcomeT = TypeVar("OutcomeT", bound=Outcome)
@@ -330,11 +332,12 @@ class Variant(ABC, Generic[RequestT, OutcomeT]):
         """The whole reply to a roll command. By default: the roller's name and comment on the
         first line, then each outcome. A rule set whose players expect another layout overrides
         it."""
-        body: list[Node] = [bold(who)]
+        body: list[Node] = [Bold((Text(who),))]  # (``bold(who)``, without its checks)
         if comment:
             body += [Text(" — "), italic(comment)]
         for outcome in outcomes:
-            body += [BR, *outcome.render()]
+            body.append(BR)
+            body += outcome.render()
         return body
 
     def check_team(self, requests: Sequence[RequestT]) -> None:
@@ -378,8 +381,19 @@ class Variant(ABC, Generic[RequestT, OutcomeT]):
     def flags(self, outcome: OutcomeT) -> frozenset[str]:
         """The flags of one outcome: those its word is declared with. A rule set whose flags
         depend on more than the word overrides this."""
-        kind = self.outcome_kind(outcome.outcome)
-        return kind.flags if kind is not None else frozenset()
+        own = getattr(self, "__dict__", None)
+        if own is None or type(self).outcome_kind is not Variant.outcome_kind:
+            kind = self.outcome_kind(outcome.outcome)
+            return kind.flags if kind is not None else _NO_FLAGS
+        # the declared kinds' flags by word, worked out once (for the kinds declared now)
+        kinds = self.outcome_kinds
+        table: tuple[object, dict[str, frozenset[str]]] | None = own.get("_flags_by_word")
+        if table is None or table[0] is not kinds:
+            words: dict[str, frozenset[str]] = {}
+            for kind in kinds:
+                words.setdefault(kind.name, kind.flags)
+            table = own["_flags_by_word"] = (kinds, words)
+        return table[1].get(outcome.outcome, _NO_FLAGS)
 
     def prepare_extended(self, parsed: Parsed, target: int, progress: int) -> None:
         """Turn a parsed ``!roll`` into a roll toward an extended action that needs ``target``

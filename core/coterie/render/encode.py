@@ -29,7 +29,14 @@ from coterie.render.elements import (
 
 
 class Encoder:
-    """Plain text: no markup at all, die faces as bare numbers. Subclass for other formats."""
+    """Plain text: no markup at all, die faces as bare numbers. Subclass for other formats.
+
+    A subclass's :meth:`text`, :meth:`die` and :meth:`line_break` must be pure: the same text,
+    the same die, always the same output, whatever the encoder instance. Each subclass then
+    remembers what they wrote (short texts and dice, in bounded tables of its own): a reply's
+    pieces mostly come again (``7 dice, difficulty 6 (Standard):``, the same few faces), and
+    every reply is written once per encoding. A subclass whose pieces depend on more sets
+    :attr:`memo` to ``False``."""
 
     def encode(self, nodes: Iterable[Node]) -> str:
         return self.finish(self.join(nodes))
@@ -38,28 +45,59 @@ class Encoder:
     #: :meth:`join` then skips those calls
     _bare_text: ClassVar[bool] = True
     _bare_die: ClassVar[bool] = True
+    #: :meth:`text`, :meth:`die` and :meth:`line_break` are pure: what they wrote is remembered
+    memo: ClassVar[bool] = True
+    #: this class's remembered pieces: short texts, dice by (face, role, sides, tags)
+    _texts: ClassVar[dict[str, str]] = {}
+    _dice: ClassVar[dict[tuple[object, ...], str]] = {}
+    #: this class's line break, once written
+    _br: ClassVar[str | None] = None
+
+    #: writes the commonest elements exactly as :class:`Encoder` does (:func:`_plain_join`)
+    _plain: ClassVar[bool] = True
 
     def __init_subclass__(cls, **kwargs: object) -> None:
         super().__init_subclass__(**kwargs)
         cls._bare_text = cls.text is Encoder.text
         cls._bare_die = cls.die is Encoder.die
+        cls._plain = all(
+            getattr(cls, name) is getattr(Encoder, name)
+            for name in ("text", "die", "line_break", "bold", "italic", "join")
+        )
+        cls._texts, cls._dice, cls._br = {}, {}, None  # (each class its own)
 
     def join(self, nodes: Iterable[Node]) -> str:
+        if self._plain:
+            return _plain_join(self, nodes)
         # the commonest element types inline, by exact type (this runs for every element of
-        # every reply, once per encoding); the rest, and subclasses of the element types, go
-        # through :meth:`node` (a subclass that overrides :meth:`node` for these types also
-        # overrides this)
+        # every reply, once per encoding), their text looked up in the class's memo; the rest,
+        # and subclasses of the element types, go through :meth:`node` (a subclass that
+        # overrides :meth:`node` for these types also overrides this)
         out: list[str] = []
         add = out.append
         bare_text, bare_die = self._bare_text, self._bare_die
+        texts = self._texts if self.memo else None
+        dice = self._dice if self.memo else None
+        br = self._br if self.memo else None
         for item in nodes:
             kind = type(item)
             if kind is Text:
-                add(item.text if bare_text else self.text(item.text))  # type: ignore[union-attr]
+                value: str = item.text  # type: ignore[union-attr]
+                if bare_text:
+                    add(value)
+                elif texts is not None and value in texts:
+                    add(texts[value])
+                else:
+                    add(self._text(value, texts))
             elif kind is Die:
-                add(str(item.face) if bare_die else self.die(item))  # type: ignore[union-attr,arg-type]
+                if bare_die:
+                    add(_face_text(item.face))  # type: ignore[union-attr]
+                    continue
+                key = (item.face, item.role, item.sides, item.tags)  # type: ignore[union-attr]
+                done = None if dice is None else dice.get(key)
+                add(self._die(item, key, dice) if done is None else done)  # type: ignore[arg-type]
             elif kind is LineBreak:
-                add(self.line_break())
+                add(self._line_break() if br is None else br)
             elif kind is Bold:
                 add(self.bold(self.join(item.children)))  # type: ignore[union-attr]
             elif kind is Italic:
@@ -67,6 +105,32 @@ class Encoder:
             else:
                 add(self.node(item))
         return "".join(out)
+
+    def _text(self, value: str, texts: dict[str, str] | None) -> str:
+        """:meth:`text`, remembered when short (the texts rules and core write; a long comment
+        is not kept)."""
+        done = self.text(value)
+        if texts is not None and len(value) <= _MEMO_TEXT:
+            if len(texts) >= _MEMO_MOST:
+                texts.clear()
+            texts[value] = done
+        return done
+
+    def _die(
+        self, die: Die, key: tuple[object, ...], dice: dict[tuple[object, ...], str] | None
+    ) -> str:
+        done = self.die(die)
+        if dice is not None:
+            if len(dice) >= _MEMO_MOST:
+                dice.clear()
+            dice[key] = done
+        return done
+
+    def _line_break(self) -> str:
+        done = self.line_break()
+        if self.memo:
+            type(self)._br = done
+        return done
 
     def node(self, node: Node) -> str:
         # the commonest element types by exact type first (this runs for every element of every
@@ -155,6 +219,39 @@ def escape_markdown(value: str) -> str:
                 _escaped.clear()
             _escaped[value] = done
     return done
+
+
+#: texts at most this long are remembered by an encoder; pieces remembered at most, per class
+_MEMO_TEXT = 80
+_MEMO_MOST = 4096
+
+
+#: die faces as text, 0-999 (``str()`` on every die cost more than the rest of its writing)
+_FACES = tuple(str(face) for face in range(1000))
+
+
+def _face_text(face: int) -> str:
+    return _FACES[face] if type(face) is int and 0 <= face < 1000 else str(face)
+
+
+def _plain_join(encoder: Encoder, nodes: Iterable[Node]) -> str:
+    """:meth:`Encoder.join` for an encoder that writes text, dice, line breaks, bold and italic
+    as the plain one does: one comprehension, anything else through :meth:`Encoder.node`."""
+    faces = _FACES
+    return "".join(
+        [
+            item.text
+            if type(item) is Text
+            else faces[item.face]
+            if type(item) is Die and type(item.face) is int and 0 <= item.face < 1000
+            else "\n"
+            if type(item) is LineBreak
+            else _plain_join(encoder, item.children)
+            if type(item) is Bold or type(item) is Italic
+            else encoder.node(item)
+            for item in nodes
+        ]
+    )
 
 
 class MarkdownEncoder(Encoder):

@@ -318,8 +318,11 @@ class _MemoryTransaction(MemoryCharacterTx):
         self.logged: list[tuple[Any, ...]] = []
 
     async def get(self, namespace: str, key: str) -> Any | None:
-        value = self.writes.get((namespace, key), self._store._data.get((namespace, key)))
-        return None if value is _DELETED else json_copy(value)
+        wanted = (namespace, key)
+        value = self.writes[wanted] if wanted in self.writes else self._store._data.get(wanted)
+        if value is None or value is _DELETED:  # (most reads find nothing: no copy to make)
+            return None
+        return json_copy(value)
 
     async def set(self, namespace: str, key: str, value: Any) -> None:
         self.writes[(namespace, key)] = json_copy(value)
@@ -372,7 +375,8 @@ class MemoryStore(ThroughTransactions):
             self._characters.apply(tx.character_writes, tx.stacks)
 
     async def get(self, namespace: str, key: str) -> Any | None:
-        return json_copy(self._data.get((namespace, key)))
+        value = self._data.get((namespace, key))
+        return None if value is None else json_copy(value)
 
     async def expire(self, namespace: str, before: float) -> int:
         """Remove the values of ``namespace`` stamped (``"at"``) before ``before``; how many."""
