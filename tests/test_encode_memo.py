@@ -53,3 +53,29 @@ def test_a_cut_reply_reads_as_cut() -> None:
     assert limit_reply(reply, 60)
     assert to_plain(reply.body) == PLAIN.encode(reply.body)
     assert "reply cut at 60 characters" in to_plain(reply.body)
+
+
+_SPACES = list("ab \n\t\r\x0b\x0c\x1c\x1f\x85\xa0\u2003\u2028\u3000x")
+
+
+@given(st.text(alphabet=st.sampled_from(_SPACES), max_size=12))
+def test_finish_trims_every_line_as_rstrip_does(out: str) -> None:
+    # the trim is skipped when no line ends in white space: the same text either way
+    expected = "\n".join([part.rstrip() for part in out.rstrip("\n").split("\n")])
+    assert PLAIN.finish(out) == expected
+
+
+def test_each_encoder_class_remembers_its_own_pieces() -> None:
+    from coterie.render.encode import MARKDOWN, MarkdownEncoder
+
+    class Shouting(MarkdownEncoder):
+        def text(self, value: str) -> str:
+            return value.upper()
+
+        def die(self, die: Die) -> str:
+            return f"<{die.face}>"
+
+    body: list[Node] = [Text("a (b)"), Die(8, Role.SUCCESS), BR, Bold((Text("c"),))]
+    for _ in range(2):  # written, then remembered: the same text each time
+        assert MARKDOWN.join(body) == "a \\(b\\)**8**\n**c**"
+        assert Shouting().join(body) == "A (B)<8>\n**C**"

@@ -195,7 +195,10 @@ class Encoder:
 
     def finish(self, out: str) -> str:
         """Trailing spaces and the final line break go."""
-        return "\n".join([part.rstrip() for part in out.rstrip("\n").split("\n")])
+        out = out.rstrip("\n")
+        if _TRAILING_SPACE.search(out) is None:  # (most replies: no line to trim)
+            return out
+        return "\n".join([part.rstrip() for part in out.split("\n")])
 
 
 #: characters Markdown could read as markup, each escaped with a backslash: a translation table
@@ -226,6 +229,9 @@ _MEMO_TEXT = 80
 _MEMO_MOST = 4096
 
 
+#: white space that :meth:`Encoder.finish` trims: at the end of a line (``rstrip``'s, but for
+#: the line breaks themselves)
+_TRAILING_SPACE = re.compile(r"[^\S\n](?:\n|\Z)")
 #: die faces as text, 0-999 (``str()`` on every die cost more than the rest of its writing)
 _FACES = tuple(str(face) for face in range(1000))
 
