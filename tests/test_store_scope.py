@@ -86,3 +86,29 @@ async def test_a_cancelled_waiter_lands_nothing_and_the_room_stays_usable() -> N
     await asyncio.wait_for(_increment(store, "r"), 1)
     assert await store.get("n", "r") == 2
     assert store._locks == {}
+
+
+async def test_a_waiter_cancelled_as_the_lock_reaches_it_passes_it_on() -> None:
+    store = MemoryStore()
+    entered = asyncio.Event()
+    release = asyncio.Event()
+
+    async def hold() -> None:
+        async with store.transaction("r"):
+            entered.set()
+            await release.wait()
+
+    holder = asyncio.create_task(hold())
+    await entered.wait()
+    first = asyncio.create_task(_increment(store, "r"))
+    second = asyncio.create_task(_increment(store, "r"))
+    await asyncio.sleep(0.01)  # both wait, in that order
+    release.set()
+    await asyncio.sleep(0)  # the holder ends and hands the lock to `first`, not run yet
+    assert holder.done()
+    first.cancel()  # ... which is cancelled before it runs: it must hand the lock on
+    with pytest.raises(asyncio.CancelledError):
+        await first
+    await asyncio.wait_for(second, 1)
+    assert await store.get("n", "r") == 1
+    assert store._locks == {}

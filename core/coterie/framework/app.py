@@ -234,7 +234,7 @@ class Coterie:
         # them, for the buttons below): with a database store each read is a query. A SQLite
         # store answers the value it read last, unconfirmed: a command that runs in a transaction
         # confirms it there (see _run_in_transaction); anything else reads it afresh now
-        stored, confirmed = await self.state.peek(ROOM_SETTINGS, message.room_key)
+        stored, confirmed = await self._state.peek(ROOM_SETTINGS, message.room_key)
         settings = self._settings_of(message.room_key, stored or {})
         route = self._route(message, settings)
         if not confirmed and not _in_transaction(route, self.config.limits.max_comment_length):
@@ -418,7 +418,7 @@ class Coterie:
         said = expect_reads([(EVENTS, event)]) if event is not None else None
         take_back = rate.expect() if rate is not None else None
         try:
-            async with self.state.transaction(lock=context.settings.chronicle or room) as tx:
+            async with self._state.transaction(lock=context.settings.chronicle or room) as tx:
                 context.tx = tx
                 if confirm and await self.room_settings(room, store=tx) != context.settings:
                     raise _StaleSettings  # (rolled back: nothing was done)

@@ -8,7 +8,7 @@ import contextvars
 from typing import Any
 
 from coterie.storage.character_rows import UNDO_DEPTH, Character
-from coterie.storage.joining import joined, landed
+from coterie.storage.joining import joined, landed, next_joiner
 from coterie.storage.state import RollRecord, StateStore
 
 #: the transaction the current task's command runs in, with the store it belongs to
@@ -135,8 +135,10 @@ class _AmbientScope:
         tx = await scope.__aenter__()
         self._scope = scope
         self._token = _active.set((self._store, tx))
+        self._joiner = None
         try:
-            self._joiner = await joined(tx)  # an adapter's claim (coterie.storage.joining)
+            if next_joiner.get() is not None:  # an adapter's claim (coterie.storage.joining)
+                self._joiner = await joined(tx)
         except BaseException as error:
             _active.reset(self._token)
             self._scope = None
@@ -150,6 +152,6 @@ class _AmbientScope:
             return False
         _active.reset(self._token)
         suppressed = bool(await scope.__aexit__(kind, error, trace))
-        if kind is None or suppressed:  # committed
+        if (kind is None or suppressed) and self._joiner is not None:  # committed
             landed(self._joiner)
         return suppressed

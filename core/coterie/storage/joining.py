@@ -35,6 +35,9 @@ class Joiner(Protocol):
 _next: contextvars.ContextVar[Joiner | None] = contextvars.ContextVar(
     "coterie_next_transaction_joiner", default=None
 )
+#: the joiner waiting for the current task's next transaction, if any (a store asks it before
+#: it calls :func:`joined`: most transactions have none)
+next_joiner = _next
 
 
 def join_next_transaction(joiner: Joiner | None) -> None:

@@ -355,7 +355,8 @@ class MemoryStore(ThroughTransactions):
         self._characters = MemoryCharacters()
         #: the roll log's rows (:func:`roll_row`), oldest first
         self._log: list[tuple[Any, ...]] = []
-        self._locks: dict[str, asyncio.Lock] = {}
+        #: rooms whose lock is held → the tasks waiting for it (:class:`LockedScope`)
+        self._locks: dict[str, list[asyncio.Future[None]]] = {}
 
     def transaction(self, lock: str = "") -> LockedScope[_MemoryTransaction]:
         return LockedScope(self._locks, lock, self._begin, self._apply)
@@ -371,8 +372,9 @@ class MemoryStore(ThroughTransactions):
             else:
                 data[key] = value
         self._log.extend(tx.logged)
-        if tx.character_writes or tx.stacks:
-            self._characters.apply(tx.character_writes, tx.stacks)
+        writes = tx.character_writes
+        if writes.sheets or writes.active or tx.stacks:  # (``bool(writes)`` written out)
+            self._characters.apply(writes, tx.stacks)
 
     async def get(self, namespace: str, key: str) -> Any | None:
         value = self._data.get((namespace, key))
