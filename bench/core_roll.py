@@ -248,6 +248,21 @@ def main() -> None:
     folder = tempfile.TemporaryDirectory(prefix="coterie-bench-")
     app = make_app()
     on_sqlite = make_app(sqlite_store(loop, folder.name))
+    floor, beside = sqlite_floor(loop, app, on_sqlite, folder.name, batch, max(5, repeats // 3))
+    print(
+        f"plain sqlite3, the same roll's transaction alone:   {floor * 1e6:8.1f} µs"
+        f"   (the memory store beside it: {beside * 1e6:.1f} µs)"
+    )
+    print(
+        f"# SQLite <= 1.5x the memory store leaves the store {beside / 2 * 1e6:.1f} µs to add; "
+        f"sqlite3's own statements take {floor / beside:.2f}x the memory store's message"
+    )
+    (ours_distinct, ours_calls), (peer_distinct, peer_calls) = breadth(loop, app)
+    print(
+        f"python functions run per message: coterie {ours_distinct} distinct, {ours_calls:.0f}"
+        f" calls; d20 {peer_distinct} distinct, {peer_calls:.0f} calls"
+        f" ({ours_distinct / peer_distinct:.1f}x distinct, {ours_calls / peer_calls:.1f}x calls)"
+    )
     message = Message(platform="bench", room="r", user="u0", text="!roll 7 6")
     print("# where coterie's time goes (each stage alone, in a running loop, median µs per call):")
     for name, seconds in stages(app, loop, message, batch, repeats):
@@ -269,6 +284,106 @@ def main() -> None:
     loop.run_until_complete(on_sqlite.stop())
     loop.close()
     folder.cleanup()
+
+
+def sqlite_floor(
+    loop: asyncio.AbstractEventLoop,
+    app: Coterie,
+    on_sqlite: Coterie,
+    folder: str,
+    batch: int,
+    rounds: int,
+) -> tuple[float, float]:
+    """Seconds per roll of the SQL that the SQLite store runs for one ``!roll`` (``BEGIN
+    IMMEDIATE``, the pragma that vouches for its remembered reads, the roll's ``INSERT``,
+    ``COMMIT``), through :mod:`sqlite3` alone on a file of the same schema, with the same
+    settings (WAL, ``synchronous = NORMAL``); and of the memory store's whole message, their
+    batches taking turns. What the SQLite store adds to a message can be no less than the first:
+    it is the floor of the SQLite / memory store ratio. (The WAL is emptied between batches,
+    outside the timing.)"""
+    import sqlite3
+
+    from coterie.storage.sqlite import connect_sqlite
+    from coterie.storage.state import ROLL_FIELDS
+
+    first = Message(platform="bench", room="r", user="floor", text="!roll 7 6")
+    loop.run_until_complete(on_sqlite.handle(first))  # the row a roll writes, to write again
+    source = sqlite3.connect(Path(folder) / "coterie.db")
+    columns = ", ".join(f'"{name}"' for name in ROLL_FIELDS)
+    row = source.execute(f"SELECT {columns} FROM rolls ORDER BY seq DESC LIMIT 1").fetchone()
+    source.close()
+    other = Path(folder) / "floor"  # a file of its own, migrated as the store's was
+    loop.run_until_complete(sqlite_store(loop, str(other)).close())
+    db = connect_sqlite(other / "coterie.db")
+    db.execute("PRAGMA wal_autocheckpoint = 0")
+    insert = f"INSERT INTO rolls ({columns}) VALUES ({', '.join('?' for _ in ROLL_FIELDS)})"
+    messages = [
+        Message(platform="bench", room="r", user=f"u{i}", text="!roll 7 6") for i in range(USERS)
+    ]
+
+    def transactions() -> float:
+        start = time.perf_counter()
+        for _ in range(batch):
+            db.execute("BEGIN IMMEDIATE")
+            db.execute("PRAGMA data_version").fetchone()
+            db.execute(insert, row)
+            db.execute("COMMIT")
+        taken = (time.perf_counter() - start) / batch
+        db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+        return taken
+
+    async def memory() -> float:
+        start = time.perf_counter()
+        for index in range(batch):
+            reply = await app.handle(messages[index % USERS])
+            assert reply is not None and not reply.is_error, reply
+            to_plain(reply.body) + to_markdown(reply.body)
+        return (time.perf_counter() - start) / batch
+
+    floors, besides = [], []
+    for _ in range(rounds):
+        floors.append(transactions())
+        besides.append(loop.run_until_complete(memory()))
+    db.close()
+    return statistics.median(floors), statistics.median(besides)
+
+
+def breadth(
+    loop: asyncio.AbstractEventLoop, app: Coterie
+) -> tuple[tuple[int, float], tuple[int, float]]:
+    """How many Python functions one message runs (distinct, and calls), and one
+    ``d20.roll("7d10")``: counted by :mod:`cProfile` over 200 of each, after the timing. The
+    interpreter's time per call grows with the code a message touches (its caches do not hold
+    it all): how far coterie's time exceeds its share of instructions."""
+    import cProfile
+    import pstats
+
+    def count(run: Callable[[], None], times: int) -> tuple[int, float]:
+        profile = cProfile.Profile()
+        profile.enable()
+        run()
+        profile.disable()
+        stats = pstats.Stats(profile).stats  # type: ignore[attr-defined]
+        python = {key: value for key, value in stats.items() if not key[0].startswith("~")}
+        return len(python), sum(value[1] for value in python.values()) / times
+
+    messages = [
+        Message(platform="bench", room="r", user=f"b{i}", text="!roll 7 6") for i in range(USERS)
+    ]
+
+    async def ours() -> None:
+        for index in range(200):
+            reply = await app.handle(messages[index % USERS])
+            assert reply is not None
+            to_plain(reply.body) + to_markdown(reply.body)
+
+    def peer() -> None:
+        for _ in range(200):
+            d20.roll("7d10")
+
+    loop.run_until_complete(ours())  # (warm)
+    peer()
+    return count(lambda: loop.run_until_complete(ours()), 200), count(peer, 200)
 
 
 def in_place(

@@ -381,18 +381,14 @@ class Variant(ABC, Generic[RequestT, OutcomeT]):
     def flags(self, outcome: OutcomeT) -> frozenset[str]:
         """The flags of one outcome: those its word is declared with. A rule set whose flags
         depend on more than the word overrides this."""
-        own = getattr(self, "__dict__", None)
+        own = getattr(self, "__dict__", None)  # (the declared kinds' flags by word, kept)
         if own is None or type(self).outcome_kind is not Variant.outcome_kind:
             kind = self.outcome_kind(outcome.outcome)
             return kind.flags if kind is not None else _NO_FLAGS
-        # the declared kinds' flags by word, worked out once (for the kinds declared now)
-        kinds = self.outcome_kinds
         table: tuple[object, dict[str, frozenset[str]]] | None = own.get("_flags_by_word")
-        if table is None or table[0] is not kinds:
-            words: dict[str, frozenset[str]] = {}
-            for kind in kinds:
-                words.setdefault(kind.name, kind.flags)
-            table = own["_flags_by_word"] = (kinds, words)
+        if table is None or table[0] is not self.outcome_kinds:
+            words = {k.name: k.flags for k in reversed(self.outcome_kinds)}  # (the first wins)
+            table = own["_flags_by_word"] = (self.outcome_kinds, words)
         return table[1].get(outcome.outcome, _NO_FLAGS)
 
     def prepare_extended(self, parsed: Parsed, target: int, progress: int) -> None:

@@ -36,7 +36,6 @@ import json
 import logging
 import sqlite3
 from collections.abc import AsyncIterator, Callable
-from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -48,6 +47,7 @@ if TYPE_CHECKING:
     from sqlalchemy.ext.asyncio import AsyncEngine
 
 
+from coterie.storage.checkpoints import Checkpoints
 from coterie.storage.engine import create_engine, normalize_url, sqlite_path, tables
 
 # names this module had before the store was split in parts (tests and plugins import them)
@@ -67,11 +67,9 @@ from coterie.storage.rows import T, atomically, is_busy, roll_row
 from coterie.storage.rows import is_retryable as is_retryable
 from coterie.storage.sql_characters import SQLCharacterReads
 from coterie.storage.sqlite import (
-    CHECKPOINT_EVERY,
     SELECT_VALUE,
     LiteScope,
     RememberedValues,
-    checkpoint_passive,
     connect_sqlite,
     lite_keys,
     roll_record,
@@ -129,13 +127,8 @@ class SQLStore(SQLCharacterReads):
         self._listener: Any = None
         self._writer: sqlite3.Connection | None = None
         self._reader: sqlite3.Connection | None = None
-        self._checkpointer: sqlite3.Connection | None = None
-        #: the checkpoint running in the store's thread, and its second copy (the next write
-        #: transaction waits for that one: see _checkpoint_soon)
-        self._checkpoint: Future[None] | None = None
-        self._drain: Future[None] | None = None
-        self._checkpoint_thread: ThreadPoolExecutor | None = None
-        self._commits = 0
+        #: SQLite: the WAL's checkpoints (:mod:`coterie.storage.checkpoints`)
+        self._checkpoints = Checkpoints(path) if path is not None else None
         self._values = RememberedValues()  # SQLite: values read, kept while the file is unchanged
         self._room_locks: dict[str, asyncio.Lock] = {}
         self._write_lock = asyncio.Lock()  # SQLite only: one writer at a time anyway
@@ -164,57 +157,11 @@ class SQLStore(SQLCharacterReads):
             if reader:
                 self._reader = db
             else:
-                db.execute("PRAGMA wal_autocheckpoint = 0")  # see _checkpoint_soon
+                db.execute("PRAGMA wal_autocheckpoint = 0")  # see coterie.storage.checkpoints
                 self._writer = db
                 # data_version counts per connection: what an earlier one read is not vouched for
                 self._values = RememberedValues()
         return db
-
-    def _checkpoint_soon(self) -> None:
-        """After each commit (its write lock still held): every :data:`CHECKPOINT_EVERY`
-        commits, copy the WAL into the database file in a thread of the store's own (a
-        checkpoint syncs the file: milliseconds the event loop should not wait).
-
-        SQLite writes the WAL again from its start only when a write transaction begins with
-        every frame in it copied to the database. That copy runs while commits go on, and under
-        a steady flow of them some always land meanwhile: the WAL would grow for ever (it did,
-        to 275 MB after 30,000 rolls, each commit a little slower than the last). So once the
-        copy is done, a second one copies the frames committed meanwhile (a few pages), and the
-        next write transaction waits for it (in the event loop: other tasks go on) before it
-        begins; it then starts the WAL again, and ``journal_size_limit`` cuts the file back
-        (:data:`~coterie.storage.sqlite.WAL_SIZE_LIMIT`). The thread's work is looked at here,
-        synchronously: a loop busy with commits need not come round to a callback for it."""
-        self._commits += 1
-        running = self._checkpoint
-        if running is not None:
-            if running.done():  # then the frames committed meanwhile, before the next write
-                self._checkpoint = None
-                self._drain = self._checkpoints().submit(checkpoint_passive, self._lite_ck())
-            return
-        if self._commits < CHECKPOINT_EVERY:
-            return
-        self._commits = 0
-        self._checkpoint = self._checkpoints().submit(checkpoint_passive, self._lite_ck())
-
-    def _checkpoints(self) -> ThreadPoolExecutor:
-        """The store's checkpointing thread (started on first use)."""
-        if self._checkpoint_thread is None:
-            self._checkpoint_thread = ThreadPoolExecutor(1, thread_name_prefix="coterie-wal")
-        return self._checkpoint_thread
-
-    def _lite_ck(self) -> sqlite3.Connection:
-        """The connection checkpoints run on (opened on first use)."""
-        if self._checkpointer is None:
-            assert self.path is not None
-            self._checkpointer = connect_sqlite(self.path)
-        return self._checkpointer
-
-    async def drained(self) -> None:
-        """Wait for the second copy of a checkpoint, if one runs (see :meth:`_checkpoint_soon`):
-        what a write transaction does first, holding the store's write lock."""
-        drain, self._drain = self._drain, None
-        if drain is not None and not drain.done():
-            await asyncio.wrap_future(drain)
 
     def _lite_transaction(self) -> LiteScope:
         if id(self) in writing.get():
@@ -509,17 +456,12 @@ class SQLStore(SQLCharacterReads):
         return sorted(room for (room,) in rows)
 
     async def close(self) -> None:
-        for running in (self._checkpoint, self._drain):
-            if running is not None:
-                await asyncio.wait([asyncio.wrap_future(running)])
-        self._checkpoint = self._drain = None
-        if self._checkpoint_thread is not None:
-            self._checkpoint_thread.shutdown(wait=True)
-            self._checkpoint_thread = None
-        for db in (self._writer, self._reader, self._checkpointer):
+        if self._checkpoints is not None:
+            await self._checkpoints.close()
+        for db in (self._writer, self._reader):
             if db is not None:
                 db.close()  # the last connection to the file checkpoints what is left
-        self._writer = self._reader = self._checkpointer = None
+        self._writer = self._reader = None
         async with self._freed:
             idle, self._idle = self._idle, []
             self._open -= len(idle)

@@ -115,15 +115,6 @@ def connect_sqlite(path: Path) -> sqlite3.Connection:
     return db
 
 
-def checkpoint_passive(db: sqlite3.Connection) -> None:
-    """Copy what the WAL holds into the database file without waiting for any lock (SQLite's
-    ``PASSIVE`` checkpoint, on a connection of its own; a failure is left to the next one)."""
-    try:
-        db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
-    except sqlite3.Error as error:
-        log.debug("WAL checkpoint: %s", error)
-
-
 async def when_free(work: Callable[[], T], what: str) -> T:
     """``work()``, again after a short wait each time SQLite says another connection holds
     the lock it needs, for at most :data:`SQLITE_BUSY_TIMEOUT_MS` (the wait is in the event
@@ -422,8 +413,9 @@ class LiteScope:
         lock = store._write_lock
         await lock.acquire()
         try:
-            if store._drain is not None:
-                await store.drained()
+            checkpoints = store._checkpoints
+            if checkpoints is not None and checkpoints.drain is not None:
+                await checkpoints.drained()
             db = store._lite()
             try:
                 db.execute("BEGIN IMMEDIATE")
@@ -456,7 +448,9 @@ class LiteScope:
                 if db.in_transaction:
                     db.execute("ROLLBACK")
                 raise
-            self._store._checkpoint_soon()
+            checkpoints = self._store._checkpoints
+            if checkpoints is not None:
+                checkpoints.committed()
         finally:
             writing.reset(self._token)
             self._store._write_lock.release()
