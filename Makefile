@@ -77,6 +77,7 @@ unit: $(STAMP) peers
 bench: $(STAMP) peers
 	$(BIN)/pip install --quiet -e ".[bench]"
 	$(BIN)/python bench/core_roll.py --processes 5
+	$(BIN)/python bench/instructions.py
 	$(BIN)/python bench/startup.py
 	$(BIN)/python bench/pg_round_trips.py
 	$(BIN)/python bench/log_line.py

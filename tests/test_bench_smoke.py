@@ -33,6 +33,8 @@ def test_core_roll_prints_the_ratio_and_the_breakdown():
     )
     assert re.search(r"ratio coterie SQLite store / memory store: [0-9.]+x", out)
     assert re.search(r"ratio through handle alone \(as issue 18 measured it\) / d20: [0-9.]+x", out)
+    assert re.search(r"plain sqlite3, the same roll's transaction alone: +[0-9.]+ µs", out)
+    assert re.search(r"python functions run per message: coterie [0-9]+ distinct", out)
     for stage in ("room settings", "parse + build request", "encode Markdown"):
         assert re.search(rf"{re.escape(stage)}.* [0-9.]+\n", out), stage
     # in place, on each store: seven steps, each the one before plus what it adds (to rounding)
@@ -55,6 +57,17 @@ def test_core_roll_in_several_processes_reports_the_median_and_each_ratio():
     ratios = sorted(float(pair.split(" / ")[0].rstrip("x")) for pair in each.split(", "))
     assert found and len(ratios) == 3
     assert float(found.group(1)) == ratios[1]  # the median of the three processes' ratios
+
+
+def test_instructions_counts_both_sides_under_valgrind():
+    out = run_bench(
+        str(BENCH / "instructions.py"), "--warm", "20", "--low", "20", "--high", "120", timeout=300
+    )
+    ours = re.search(r"coterie !roll 7 6 .*: +([0-9]+) instructions", out)
+    peer = re.search(r"d20.roll\('7d10'\): +([0-9]+) instructions", out)
+    ratio = re.search(r"ratio coterie / d20 in instructions: ([0-9.]+)x", out)
+    assert ours and peer and ratio, out
+    assert int(peer.group(1)) > 0 and int(ours.group(1)) > int(peer.group(1))
 
 
 def test_throughput_counts_every_reply_through_each_entry_point():
