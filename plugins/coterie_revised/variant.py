@@ -526,6 +526,23 @@ def _setup(side: Side, request: RevisedRequest, label: str | None = None) -> lis
     return [Text(prefix + ", ".join(bits) + ": ")]
 
 
+#: the actor's setup line of requests rendered lately, by the request object (a roll written
+#: again is the same request: :mod:`coterie.framework.requestcache`): id → (request, line)
+_SETUPS: dict[int, tuple[RevisedRequest, tuple[Node, ...]]] = {}
+
+
+def _actor_setup(request: RevisedRequest) -> tuple[Node, ...]:
+    """``_setup(request.actor, request)``, kept per request (immutable both: the same text)."""
+    kept = _SETUPS.get(id(request))
+    if kept is not None and kept[0] is request:  # (held here: its id names no other object)
+        return kept[1]
+    line = tuple(_setup(request.actor, request))
+    if len(_SETUPS) >= 1024:
+        _SETUPS.pop(next(iter(_SETUPS)))
+    _SETUPS[id(request)] = (request, line)
+    return line
+
+
 def render(outcome: RevisedOutcome) -> list[Node]:
     request = outcome.request
     if outcome.actor is None:
@@ -535,7 +552,9 @@ def render(outcome: RevisedOutcome) -> list[Node]:
             Text(f" — Marginal ({side.pool} dice ≥ difficulty {side.difficulty}; no dice rolled)"),
         ]
     body: list[Node] = []
-    body += _setup(request.actor, request) + _faces(outcome.actor) + [BR]
+    body += _actor_setup(request)
+    body += _faces(outcome.actor)
+    body.append(BR)
     simple = outcome.opponent is None and outcome.extended is None
     body += _result_line(outcome.actor, outcome.free_botch, degree=simple)
     extended = outcome.extended

@@ -68,7 +68,7 @@ def cancellation_roles(faces: Sequence[int], difficulty: int) -> list[Role]:
 
 
 def _cancelled(faces: Sequence[int], roles: list[Role]) -> list[Role]:
-    successes = sorted((f, i) for i, f in enumerate(faces) if roles[i] is _SUCCESS)
+    successes = sorted([(f, i) for i, f in enumerate(faces) if roles[i] is _SUCCESS])
     ones = [i for i, f in enumerate(faces) if roles[i] is _ONE]
     for one_index, (_, success_index) in zip(ones, successes, strict=False):
         roles[one_index] = _CANCELLED

@@ -29,6 +29,8 @@ import logging
 import threading
 import time
 from collections.abc import Awaitable, Callable
+from inspect import isawaitable
+from types import CoroutineType
 from typing import TYPE_CHECKING, Any
 
 from coterie.framework.plugins import PluginHost
@@ -153,8 +155,8 @@ class CommandGuard:
             result = await self.host._in_thread(
                 command.plugin, _key(command), handler, [context], None
             )
-        if inspect.isawaitable(result):
-            result = await result
+        if type(result) is CoroutineType or (type(result) is not Reply and isawaitable(result)):
+            result = await result  # (a coroutine, what handlers mostly give, told at once)
         return result
 
     async def run(
@@ -165,9 +167,10 @@ class CommandGuard:
     ) -> Reply:
         """``call(command, context)`` under the time limit; raises :class:`CommandRefused`."""
         prefix = context.settings.prefix
-        refusal = self.refusal(command, prefix)
-        if refusal is not None:
-            raise CommandRefused(refusal)
+        if self.paused or self.host.hung:  # (a refusal is possible only then)
+            refusal = self.refusal(command, prefix)
+            if refusal is not None:
+                raise CommandRefused(refusal)
         limit = self.limits.command_timeout
         if command.plugin in self.host.trusted:
             return await self._on_loop(command, context, call, prefix)

@@ -33,8 +33,9 @@ def parse_requests(
     variant = ctx.variant
     limits = ctx.app.config.limits
     usage = usage or variant.grammar.usage
-    segments = ctx.args.split(";")
-    if not ctx.args.strip():
+    args = ctx.line.args
+    segments = args.split(";")
+    if not args.strip():
         raise UsageError("what should I roll? Give at least a dice pool.", usage=usage)
     if len(segments) < minimum:
         raise UsageError(f"give at least {minimum} rolls separated by `;`", usage=usage)

@@ -357,7 +357,7 @@ def coterie_pool_resolver(
 ) -> Awaitable[SheetPools | _NumbersOnly | None] | None:
     """A reader of the caller's sheet, decided without any read: a roll in numbers only (most
     of them) gets ``None`` at once, with nothing to await."""
-    if _LETTER.search(ctx.args) is None:
+    if _LETTER.search(ctx.line.args) is None:
         return None  # no word at all: no Trait name, no option that spends, no `vs NAME`
     template = templates(ctx.app).get(ctx.variant.name)
     if template is None:

@@ -177,6 +177,6 @@ async def roll_for(ctx: CommandContext, usage: str | None = None) -> Reply | Non
 @hookimpl
 def coterie_roll_command(ctx: CommandContext, usage: str | None) -> Awaitable[Reply | None] | None:
     """Take over a roll that names an action (``for``) or a task (``retry NAME``)."""
-    if not wants_actions(ctx.args):
+    if not wants_actions(ctx.line.args):
         return None
     return roll_for(ctx, usage)

@@ -143,7 +143,7 @@ def _without_word(args: str, word: str) -> tuple[str, bool]:
 def coterie_roll_command(ctx: CommandContext, usage: str | None) -> Awaitable[Reply] | None:
     """Take over a roll that says ``secret``: roll it as written (``for NAME`` and the rest
     still apply), then keep the result between the roller and the Storyteller."""
-    if SECRET_WORD not in ctx.args.lower().split():
+    if SECRET_WORD not in ctx.line.args.lower().split():
         return None
     return _secret_roll(ctx, usage)
 

@@ -49,7 +49,8 @@ class AmbientStore:
         :meth:`~coterie.storage.sql.SQLStore.peek`), for a caller that confirms it in a
         transaction before acting on it. Other stores (and reads in a transaction) answer as
         :meth:`get` does, confirmed."""
-        target = self._target()
+        active = _active.get()  # (:meth:`_target` written out: every message peeks)
+        target = active[1] if active is not None and active[0] is self.store else self.store
         peek = getattr(target, "peek", None)
         if peek is None:
             return await target.get(namespace, key), True
