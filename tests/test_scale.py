@@ -173,9 +173,19 @@ async def test_a_telegram_update_on_both_workers_is_answered_once(setup: Setup) 
     assert all(200 in three and set(three) <= {200, 503} for three in per_update), per_update
     ids = [u["message"]["message_id"] for u in updates]
     await eventually(lambda: all(player.telegram_replies(i) for i in ids), "the replies")
-    # Telegram's later post of an update it got 503 for is acknowledged, not answered again
-    again = await asyncio.gather(*(player.telegram_update(u) for u in updates))
-    assert set(again) == {200}, again
+
+    # Telegram's later post of an update it got 503 for is acknowledged, not answered again.
+    # (The reply can show before its answered mark lands, a few ms later: a post in between
+    # gets 503 again, and Telegram posts once more, as it does; the Slack test above alike.)
+    async def posted_until_acknowledged(update: dict[str, Any]) -> list[int]:
+        statuses = [await player.telegram_update(update)]
+        while statuses[-1] == 503 and len(statuses) < 60:
+            await asyncio.sleep(0.05)
+            statuses.append(await player.telegram_update(update))
+        return statuses
+
+    again = await asyncio.gather(*(posted_until_acknowledged(u) for u in updates))
+    assert all(s[-1] == 200 and set(s) <= {200, 503} for s in again), again
     await asyncio.sleep(0.3)
     assert [len(player.telegram_replies(i)) for i in ids] == [1] * 12
 
