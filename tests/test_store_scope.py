@@ -31,18 +31,24 @@ async def test_without_a_lock_updates_are_lost_negative_control() -> None:
     assert await store.get("n", "") == 1  # the check above can fail
 
 
-async def test_other_rooms_do_not_wait() -> None:
-    store = MemoryStore()
+async def _held(store: MemoryStore, room: str) -> tuple[asyncio.Task[None], asyncio.Event]:
+    """A task inside a transaction of ``room`` until the event it gives back is set."""
     entered = asyncio.Event()
     release = asyncio.Event()
 
     async def hold() -> None:
-        async with store.transaction("a"):
+        async with store.transaction(room):
             entered.set()
             await release.wait()
 
     holder = asyncio.create_task(hold())
     await entered.wait()
+    return holder, release
+
+
+async def test_other_rooms_do_not_wait() -> None:
+    store = MemoryStore()
+    holder, release = await _held(store, "a")
     await asyncio.wait_for(_increment(store, "b"), 1)
     assert await store.get("n", "b") == 1
     release.set()
@@ -90,16 +96,7 @@ async def test_a_cancelled_waiter_lands_nothing_and_the_room_stays_usable() -> N
 
 async def test_a_waiter_cancelled_as_the_lock_reaches_it_passes_it_on() -> None:
     store = MemoryStore()
-    entered = asyncio.Event()
-    release = asyncio.Event()
-
-    async def hold() -> None:
-        async with store.transaction("r"):
-            entered.set()
-            await release.wait()
-
-    holder = asyncio.create_task(hold())
-    await entered.wait()
+    holder, release = await _held(store, "r")
     first = asyncio.create_task(_increment(store, "r"))
     second = asyncio.create_task(_increment(store, "r"))
     await asyncio.sleep(0.01)  # both wait, in that order
