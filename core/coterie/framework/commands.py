@@ -298,6 +298,10 @@ def expected_successes(variant: Variant[Any, Any], request: Any) -> float | None
     value = _expected_hashed(variant, request)
     if not _immutable(type(request)):  # (a request changed in place would be another one)
         return value
+    try:
+        hash(request)  # (only what hashes is remembered: no list inside to change)
+    except TypeError:
+        return value
     if len(_expected_by_id) >= EXPECTED_CACHE_SIZE:
         _expected_by_id.pop(next(iter(_expected_by_id)))
     _expected_by_id[id(request)] = (request, variant, value)
