@@ -55,6 +55,24 @@ from coterie.render.encode import to_markdown, to_plain
 USERS = 100  # messages come from this many users, so no user's bucket runs dry
 
 
+#: the messages every side sends, one per user in turn
+MESSAGES = [
+    Message(platform="bench", room="r", user=f"u{i}", text="!roll 7 6") for i in range(USERS)
+]
+
+
+async def answered(app: Coterie, count: int, *, encode: bool = True) -> float:
+    """Seconds per message of ``count`` ``!roll 7 6`` through ``handle`` (each reply encoded as
+    plain text and Markdown too, unless not ``encode``), the users taking turns."""
+    start = time.perf_counter()
+    for index in range(count):
+        reply = await app.handle(MESSAGES[index % USERS])
+        assert reply is not None and not reply.is_error, reply
+        if encode:
+            to_plain(reply.body) + to_markdown(reply.body)
+    return (time.perf_counter() - start) / count
+
+
 def per_call(fn: Callable[[], object], batch: int, repeats: int) -> float:
     """Median seconds per call over ``repeats`` batches of ``batch`` calls."""
     samples = []
@@ -129,13 +147,10 @@ def measure(batch: int, repeats: int) -> dict[str, float]:
     folder = tempfile.TemporaryDirectory(prefix="coterie-bench-")
     app = make_app()
     on_sqlite = make_app(sqlite_store(loop, folder.name))
-    messages = [
-        Message(platform="bench", room="r", user=f"u{i}", text="!roll 7 6") for i in range(USERS)
-    ]
     turn = iter(range(10**12))
 
     def next_message() -> Message:
-        return messages[next(turn) % USERS]
+        return MESSAGES[next(turn) % USERS]
 
     async def coterie_awaited() -> str:
         reply = await app.handle(next_message())
@@ -317,9 +332,6 @@ def sqlite_floor(
     db = connect_sqlite(other / "coterie.db")
     db.execute("PRAGMA wal_autocheckpoint = 0")
     insert = f"INSERT INTO rolls ({columns}) VALUES ({', '.join('?' for _ in ROLL_FIELDS)})"
-    messages = [
-        Message(platform="bench", room="r", user=f"u{i}", text="!roll 7 6") for i in range(USERS)
-    ]
 
     def transactions() -> float:
         start = time.perf_counter()
@@ -332,18 +344,10 @@ def sqlite_floor(
         db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
         return taken
 
-    async def memory() -> float:
-        start = time.perf_counter()
-        for index in range(batch):
-            reply = await app.handle(messages[index % USERS])
-            assert reply is not None and not reply.is_error, reply
-            to_plain(reply.body) + to_markdown(reply.body)
-        return (time.perf_counter() - start) / batch
-
     floors, besides = [], []
     for _ in range(rounds):
         floors.append(transactions())
-        besides.append(loop.run_until_complete(memory()))
+        besides.append(loop.run_until_complete(answered(app, batch)))
     db.close()
     return statistics.median(floors), statistics.median(besides)
 
@@ -367,23 +371,13 @@ def breadth(
         python = {key: value for key, value in stats.items() if not key[0].startswith("~")}
         return len(python), sum(value[1] for value in python.values()) / times
 
-    messages = [
-        Message(platform="bench", room="r", user=f"b{i}", text="!roll 7 6") for i in range(USERS)
-    ]
-
-    async def ours() -> None:
-        for index in range(200):
-            reply = await app.handle(messages[index % USERS])
-            assert reply is not None
-            to_plain(reply.body) + to_markdown(reply.body)
-
     def peer() -> None:
         for _ in range(200):
             d20.roll("7d10")
 
-    loop.run_until_complete(ours())  # (warm)
+    loop.run_until_complete(answered(app, 200))  # (warm)
     peer()
-    return count(lambda: loop.run_until_complete(ours()), 200), count(peer, 200)
+    return count(lambda: loop.run_until_complete(answered(app, 200)), 200), count(peer, 200)
 
 
 def in_place(
@@ -437,25 +431,13 @@ def in_place(
         ("+ settle, the roll hooks: the real `!roll`", real, False),
         ("+ encode plain and Markdown (the main figure)", real, True),
     ]
-    messages = [
-        Message(platform="bench", room="r", user=f"u{i}", text="!roll 7 6") for i in range(USERS)
-    ]
-
-    async def batch_of(encode_too: bool) -> float:
-        start = time.perf_counter()
-        for index in range(batch):
-            reply = await app.handle(messages[index % USERS])
-            assert reply is not None and not reply.is_error, reply
-            if encode_too:
-                to_plain(reply.body) + to_markdown(reply.body)
-        return (time.perf_counter() - start) / batch
 
     samples: list[list[float]] = [[] for _ in steps]
     try:
         for round_ in range(repeats + 1):  # the first round warms up, not counted
             for index, (_, handler, encode_too) in enumerate(steps):
                 object.__setattr__(command, "handler", handler)  # (a frozen dataclass)
-                taken = loop.run_until_complete(batch_of(encode_too))
+                taken = loop.run_until_complete(answered(app, batch, encode=encode_too))
                 if round_:
                     samples[index].append(taken)
     finally:

@@ -45,25 +45,12 @@ def work(side: str, count: int, warm: int = WARM) -> None:
         for _ in range(count):
             d20.roll("7d10")
         return
-    from core_roll import USERS, make_app
-
-    from coterie.framework.message import Message
-    from coterie.render.encode import to_markdown, to_plain
+    from core_roll import answered, make_app
 
     app = make_app()
-    messages = [
-        Message(platform="bench", room="r", user=f"u{i}", text="!roll 7 6") for i in range(USERS)
-    ]
-
-    async def run(times: int) -> None:
-        for index in range(times):
-            reply = await app.handle(messages[index % USERS])
-            assert reply is not None and not reply.is_error, reply
-            to_plain(reply.body) + to_markdown(reply.body)
-
     loop = asyncio.new_event_loop()
-    loop.run_until_complete(run(warm))
-    loop.run_until_complete(run(count))
+    loop.run_until_complete(answered(app, warm))
+    loop.run_until_complete(answered(app, count))
     loop.close()
 
 

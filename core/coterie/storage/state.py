@@ -175,9 +175,7 @@ def _memory_record(row: tuple[Any, ...]) -> RollRecord:
     values = list(row)
     values[_FACES_AT] = json_copy(values[_FACES_AT])
     values[_DETAIL_AT] = json_copy(values[_DETAIL_AT])
-    record = object.__new__(RollRecord)  # every field is set here: no __init__ needed
-    record.__dict__.update(zip(ROLL_FIELDS, values, strict=True))
-    return record
+    return _record_of(values)
 
 
 def row_record(row: tuple[Any, ...] | list[Any]) -> RollRecord:
@@ -187,6 +185,11 @@ def row_record(row: tuple[Any, ...] | list[Any]) -> RollRecord:
     values[_FACES_AT] = json.loads(values[_FACES_AT])
     values[_DETAIL_AT] = json.loads(values[_DETAIL_AT])
     values[_BOTCH_AT] = bool(values[_BOTCH_AT])
+    return _record_of(values)
+
+
+def _record_of(values: list[Any]) -> RollRecord:
+    """The record of a row's values, in :data:`ROLL_FIELDS` order, made as they are."""
     record = object.__new__(RollRecord)  # every field is set here: no __init__ needed
     record.__dict__.update(zip(ROLL_FIELDS, values, strict=True))
     return record
