@@ -68,9 +68,12 @@ from coterie.storage.rows import is_retryable as is_retryable
 from coterie.storage.sql_characters import SQLCharacterReads
 from coterie.storage.sqlite import (
     SELECT_VALUE,
+    CommitGroup,
     LiteScope,
     RememberedValues,
+    WriteLock,
     connect_sqlite,
+    end_group,
     lite_keys,
     roll_record,
     select_lite_rolls,
@@ -131,7 +134,9 @@ class SQLStore(SQLCharacterReads):
         self._checkpoints = Checkpoints(path) if path is not None else None
         self._values = RememberedValues()  # SQLite: values read, kept while the file is unchanged
         self._room_locks: dict[str, asyncio.Lock] = {}
-        self._write_lock = asyncio.Lock()  # SQLite only: one writer at a time anyway
+        self._write_lock = WriteLock()  # SQLite only: one writer at a time anyway
+        #: SQLite: the transaction left open for the ones that waited behind it, if any
+        self._group: CommitGroup | None = None
 
     # --- SQLite ---
 
@@ -162,6 +167,19 @@ class SQLStore(SQLCharacterReads):
                 # data_version counts per connection: what an earlier one read is not vouched for
                 self._values = RememberedValues()
         return db
+
+    async def _commit_group(self, group: CommitGroup) -> None:
+        """Commit ``group`` once the transactions that joined it are done: the task that does
+        it waits for the write lock behind them (see :class:`~coterie.storage.sqlite.LiteScope`).
+        If it is cancelled first (the event loop is torn down) the group is lost as in a crash:
+        nothing it did was acknowledged."""
+        lock = self._write_lock
+        await lock.acquire()
+        try:
+            if self._group is group:
+                end_group(self, group, None)
+        finally:
+            lock.release()
 
     def _lite_transaction(self) -> LiteScope:
         if id(self) in writing.get():
@@ -456,6 +474,9 @@ class SQLStore(SQLCharacterReads):
         return sorted(room for (room,) in rows)
 
     async def close(self) -> None:
+        group = self._group
+        if group is not None and group.committer is not None:
+            await asyncio.wait([group.committer])  # its members' commit first
         if self._checkpoints is not None:
             await self._checkpoints.close()
         for db in (self._writer, self._reader):

@@ -11,6 +11,7 @@ import json
 import logging
 import sqlite3
 import time
+from collections import deque
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -206,12 +207,18 @@ class LiteTransaction:
 
     __slots__ = ("_db", "_pending", "_values", "_written")
 
-    def __init__(self, db: sqlite3.Connection, values: dict[tuple[str, str], str | None]) -> None:
+    def __init__(
+        self,
+        db: sqlite3.Connection,
+        values: dict[tuple[str, str], str | None],
+        written: set[tuple[str, str]] | None,
+    ) -> None:
         self._db = db
         #: the store's remembered values (:class:`RememberedValues`): a write forgets its key
         self._values = values
-        #: the keys this transaction wrote (``None``: it may have written any)
-        self._written: set[tuple[str, str]] | None = set()
+        #: the keys this transaction wrote, with those of the transactions before it in its
+        #: commit group (:class:`LiteScope`); ``None``: any may have been written
+        self._written = written
         #: ``kv`` writes not made yet: key → (JSON text, time), ``None`` for a delete
         self._pending: dict[tuple[str, str], tuple[str, float] | None] = {}
 
@@ -397,13 +404,103 @@ def lite_keys(db: sqlite3.Connection, namespace: str, prefix: str) -> list[str]:
     return sorted(k for (k,) in found if k.startswith(prefix))
 
 
+class WriteLock:
+    """The SQLite store's one writer at a time (its transactions, in this process), first come
+    first served. The lock is handed straight to the next waiter, so it stays held while anyone
+    waits, and a holder can tell whether anyone does (:attr:`waiting`): a transaction that ends
+    while others wait leaves its commit to be made with theirs (:class:`LiteScope`)."""
+
+    __slots__ = ("_held", "_turns")
+
+    def __init__(self) -> None:
+        self._held = False
+        #: the futures of the tasks waiting, in order (a cancelled one is done: skipped)
+        self._turns: deque[asyncio.Future[None]] = deque()
+
+    def locked(self) -> bool:
+        return self._held
+
+    @property
+    def waiting(self) -> bool:
+        """Whether a task waits for the lock."""
+        return any(not turn.done() for turn in self._turns)
+
+    async def acquire(self) -> None:
+        if not self._held:  # (nobody waits for a lock nobody holds)
+            self._held = True
+            return
+        turn: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._turns.append(turn)
+        try:
+            await turn  # the holder hands the lock over by setting its result
+        except BaseException:
+            if turn.done() and not turn.cancelled():
+                self.release()  # it came as this task was cancelled: pass it on
+            elif turn in self._turns:
+                self._turns.remove(turn)
+            raise
+
+    def release(self) -> None:
+        """Hand the lock to the first task still waiting, else free it."""
+        turns = self._turns
+        while turns:
+            turn = turns.popleft()
+            if not turn.done():
+                turn.set_result(None)
+                return
+        self._held = False
+
+
+class CommitGroup:
+    """A write transaction left open by a message's transaction that ended while others waited
+    for the writer: the transactions that wait join it, each in a savepoint of its own, and
+    one commit makes them all durable (group commit). Each waits for that commit before it
+    returns, so nothing it wrote is acted on (a reply sent, an event marked answered) before it
+    is on disk; a transaction that fails is rolled back to its savepoint alone."""
+
+    __slots__ = ("committed", "committer", "members", "written")
+
+    def __init__(self, written: set[tuple[str, str]] | None) -> None:
+        #: set once the group's ``COMMIT`` returned (its error if it failed)
+        self.committed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        #: the task that commits the group once the transactions ahead of it are done
+        self.committer: asyncio.Task[None] | None = None
+        #: the transactions in the group
+        self.members = 1
+        #: the ``kv`` keys written in the group so far (``None``: any may have been)
+        self.written = written
+
+    def settle(self, error: BaseException | None) -> None:
+        if self.committed.done():
+            return
+        if error is None:
+            self.committed.set_result(None)
+        else:
+            self.committed.set_exception(error)
+            self.committed.exception()  # (seen: a member cancelled meanwhile never awaits it)
+
+
+#: transactions one commit makes durable at most; the next one begins a group of its own
+GROUP_LIMIT = 32
+
+
+def others_ready() -> bool:
+    """Whether other callbacks are due in this turn of the event loop: tasks that may come for
+    the writer before a commit left to a task of its own would run (their transactions then
+    join the group). Read from asyncio's queue of ready callbacks, an attribute of CPython's
+    loops that a loop without it answers as none: each transaction then commits at once, as a
+    transaction that nobody follows does (without the extra turn of the loop)."""
+    return bool(getattr(asyncio.get_running_loop(), "_ready", None))
+
+
 class LiteScope:
     """One SQLite write transaction as an ``async with`` (a class, not a generator: every
     command opens one): the store's write lock, ``BEGIN IMMEDIATE`` (waiting in the event loop
     while another process holds SQLite's lock), then ``COMMIT`` on a clean exit, else
-    ``ROLLBACK``."""
+    ``ROLLBACK``. When other transactions wait for the writer as it ends, it commits with them
+    instead (:class:`CommitGroup`) and returns once that commit is made."""
 
-    __slots__ = ("_db", "_store", "_token", "_tx")
+    __slots__ = ("_db", "_group", "_store", "_token", "_tx")
 
     def __init__(self, store: SQLStore) -> None:  # (its SQLite parts)
         self._store = store
@@ -413,44 +510,106 @@ class LiteScope:
         lock = store._write_lock
         await lock.acquire()
         try:
-            checkpoints = store._checkpoints
-            if checkpoints is not None and checkpoints.drain is not None:
-                await checkpoints.drained()
-            db = store._lite()
-            try:
-                db.execute("BEGIN IMMEDIATE")
-            except sqlite3.OperationalError as error:
-                if not is_busy(error):
+            group = store._group
+            if group is not None and group.members < GROUP_LIMIT:
+                db = store._lite()
+                if db.in_transaction:  # join it
+                    db.execute("SAVEPOINT grouped")
+                    group.members += 1
+                    written = group.written
+                else:  # SQLite rolled it back (an I/O error): its members fail, this begins anew
+                    end_group(store, group, sqlite3.OperationalError("the transaction was lost"))
+                    group = None
+            elif group is not None:  # full: its commit first
+                end_group(store, group, None)
+                group = None
+            if group is None:
+                written = set()
+                checkpoints = store._checkpoints
+                if checkpoints is not None and checkpoints.drain is not None:
+                    await checkpoints.drained()
+                db = store._lite()
+                try:
+                    db.execute("BEGIN IMMEDIATE")
+                except sqlite3.OperationalError as error:
+                    if not is_busy(error):
+                        raise
+                    await when_free(lambda: db.execute("BEGIN IMMEDIATE"), "BEGIN IMMEDIATE")
+                try:
+                    store._values.check(db)
+                except BaseException:
+                    db.execute("ROLLBACK")
                     raise
-                await when_free(lambda: db.execute("BEGIN IMMEDIATE"), "BEGIN IMMEDIATE")
         except BaseException:
             lock.release()
             raise
         self._db = db
+        self._group = group
         self._token = writing.set(writing.get() | {id(store)})
-        remembered = store._values
-        remembered.check(db)
-        self._tx = LiteTransaction(db, remembered.values)
+        self._tx = LiteTransaction(db, store._values.values, written)
         return self._tx
 
     async def __aexit__(self, kind: object, error: object, trace: object) -> None:
-        db = self._db
+        db, group, store = self._db, self._group, self._store
         try:
             if kind is not None:
                 log.debug("transaction rolled back: %r", error)
-                if db.in_transaction:
-                    db.execute("ROLLBACK")
+                self._roll_back()
                 return
             try:
                 self._tx.flush()  # the writes kept until now, then the commit
-                db.execute("COMMIT")
+                if group is not None:
+                    db.execute("RELEASE grouped")
+                    group.written = self._tx._written
+                elif store._write_lock.waiting or others_ready():  # one commit for them all
+                    opened = CommitGroup(self._tx._written)
+                    opened.committer = asyncio.get_running_loop().create_task(
+                        store._commit_group(opened)
+                    )
+                    group = self._group = store._group = opened
+                else:
+                    db.execute("COMMIT")
             except BaseException:
-                if db.in_transaction:
-                    db.execute("ROLLBACK")
+                self._roll_back()
                 raise
-            checkpoints = self._store._checkpoints
-            if checkpoints is not None:
-                checkpoints.committed()
+            if group is None:
+                checkpoints = store._checkpoints
+                if checkpoints is not None:
+                    checkpoints.committed()
         finally:
             writing.reset(self._token)
-            self._store._write_lock.release()
+            store._write_lock.release()
+        if group is not None:
+            # durable with the group's commit (made even if this task is cancelled meanwhile)
+            await asyncio.shield(group.committed)
+
+    def _roll_back(self) -> None:
+        db = self._db
+        if not db.in_transaction:
+            return
+        if self._group is None:
+            db.execute("ROLLBACK")
+        else:  # this transaction alone: the group's others stay
+            db.execute("ROLLBACK TO grouped")
+            db.execute("RELEASE grouped")
+
+
+def end_group(store: SQLStore, group: CommitGroup, error: BaseException | None) -> None:
+    """Commit ``group`` (or, given an ``error``, fail it: its transaction is gone) and tell its
+    members; called holding the store's write lock, the group's transactions all ended."""
+    store._group = None
+    db = store._lite()
+    if error is None:
+        try:
+            db.execute("COMMIT")
+        except BaseException as failed:
+            if db.in_transaction:
+                db.execute("ROLLBACK")
+            error = failed
+        else:
+            checkpoints = store._checkpoints
+            if checkpoints is not None:
+                checkpoints.committed()
+    if error is not None:
+        store._values.values.clear()  # (nothing uncommitted is remembered; forgotten anyway)
+    group.settle(error)
