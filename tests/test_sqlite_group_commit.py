@@ -1,6 +1,6 @@
 """Group commit on the SQLite store: transactions that come for the writer while one ends are
 made durable by one ``COMMIT``, each in a savepoint of its own, and none returns before that
-commit (``coterie.storage.sqlite.LiteScope``, ``CommitGroup``)."""
+commit (``coterie.storage.sqlite.LiteScope``, ``coterie.storage.groupcommit``)."""
 
 from __future__ import annotations
 
@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
+from coterie.storage.groupcommit import GROUP_LIMIT
 from coterie.storage.migrate import upgrade
 from coterie.storage.sql import SQLStore
-from coterie.storage.sqlite import GROUP_LIMIT
 
 
 async def _store(tmp_path: Path) -> SQLStore:

@@ -52,6 +52,7 @@ from coterie.storage.engine import create_engine, normalize_url, sqlite_path, ta
 
 # names this module had before the store was split in parts (tests and plugins import them)
 from coterie.storage.engine import safe_url as safe_url
+from coterie.storage.groupcommit import CommitGroup, WriteLock, end_group
 from coterie.storage.postgres import (
     ADVISORY_CLASS,
     PG_CHANNEL,
@@ -68,12 +69,9 @@ from coterie.storage.rows import is_retryable as is_retryable
 from coterie.storage.sql_characters import SQLCharacterReads
 from coterie.storage.sqlite import (
     SELECT_VALUE,
-    CommitGroup,
     LiteScope,
     RememberedValues,
-    WriteLock,
     connect_sqlite,
-    end_group,
     lite_keys,
     roll_record,
     select_lite_rolls,

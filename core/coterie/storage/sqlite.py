@@ -11,12 +11,12 @@ import json
 import logging
 import sqlite3
 import time
-from collections import deque
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from coterie.storage.character_rows import UNDO_DEPTH, Character, parse_sheet
+from coterie.storage.groupcommit import join_group, open_group, others_ready
 from coterie.storage.readahead import expected
 from coterie.storage.state import RollRecord, row_record
 
@@ -404,101 +404,12 @@ def lite_keys(db: sqlite3.Connection, namespace: str, prefix: str) -> list[str]:
     return sorted(k for (k,) in found if k.startswith(prefix))
 
 
-class WriteLock:
-    """The SQLite store's one writer at a time (its transactions, in this process), first come
-    first served. The lock is handed straight to the next waiter, so it stays held while anyone
-    waits, and a holder can tell whether anyone does (:attr:`waiting`): a transaction that ends
-    while others wait leaves its commit to be made with theirs (:class:`LiteScope`)."""
-
-    __slots__ = ("_held", "_turns")
-
-    def __init__(self) -> None:
-        self._held = False
-        #: the futures of the tasks waiting, in order (a cancelled one is done: skipped)
-        self._turns: deque[asyncio.Future[None]] = deque()
-
-    def locked(self) -> bool:
-        return self._held
-
-    @property
-    def waiting(self) -> bool:
-        """Whether a task waits for the lock."""
-        return any(not turn.done() for turn in self._turns)
-
-    async def acquire(self) -> None:
-        if not self._held:  # (nobody waits for a lock nobody holds)
-            self._held = True
-            return
-        turn: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._turns.append(turn)
-        try:
-            await turn  # the holder hands the lock over by setting its result
-        except BaseException:
-            if turn.done() and not turn.cancelled():
-                self.release()  # it came as this task was cancelled: pass it on
-            elif turn in self._turns:
-                self._turns.remove(turn)
-            raise
-
-    def release(self) -> None:
-        """Hand the lock to the first task still waiting, else free it."""
-        turns = self._turns
-        while turns:
-            turn = turns.popleft()
-            if not turn.done():
-                turn.set_result(None)
-                return
-        self._held = False
-
-
-class CommitGroup:
-    """A write transaction left open by a message's transaction that ended while others waited
-    for the writer: the transactions that wait join it, each in a savepoint of its own, and
-    one commit makes them all durable (group commit). Each waits for that commit before it
-    returns, so nothing it wrote is acted on (a reply sent, an event marked answered) before it
-    is on disk; a transaction that fails is rolled back to its savepoint alone."""
-
-    __slots__ = ("committed", "committer", "members", "written")
-
-    def __init__(self, written: set[tuple[str, str]] | None) -> None:
-        #: set once the group's ``COMMIT`` returned (its error if it failed)
-        self.committed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        #: the task that commits the group once the transactions ahead of it are done
-        self.committer: asyncio.Task[None] | None = None
-        #: the transactions in the group
-        self.members = 1
-        #: the ``kv`` keys written in the group so far (``None``: any may have been)
-        self.written = written
-
-    def settle(self, error: BaseException | None) -> None:
-        if self.committed.done():
-            return
-        if error is None:
-            self.committed.set_result(None)
-        else:
-            self.committed.set_exception(error)
-            self.committed.exception()  # (seen: a member cancelled meanwhile never awaits it)
-
-
-#: transactions one commit makes durable at most; the next one begins a group of its own
-GROUP_LIMIT = 32
-
-
-def others_ready() -> bool:
-    """Whether other callbacks are due in this turn of the event loop: tasks that may come for
-    the writer before a commit left to a task of its own would run (their transactions then
-    join the group). Read from asyncio's queue of ready callbacks, an attribute of CPython's
-    loops that a loop without it answers as none: each transaction then commits at once, as a
-    transaction that nobody follows does (without the extra turn of the loop)."""
-    return bool(getattr(asyncio.get_running_loop(), "_ready", None))
-
-
 class LiteScope:
     """One SQLite write transaction as an ``async with`` (a class, not a generator: every
     command opens one): the store's write lock, ``BEGIN IMMEDIATE`` (waiting in the event loop
     while another process holds SQLite's lock), then ``COMMIT`` on a clean exit, else
     ``ROLLBACK``. When other transactions wait for the writer as it ends, it commits with them
-    instead (:class:`CommitGroup`) and returns once that commit is made."""
+    instead (:class:`~coterie.storage.groupcommit.CommitGroup`) and returns once it is made."""
 
     __slots__ = ("_db", "_group", "_store", "_token", "_tx")
 
@@ -510,20 +421,10 @@ class LiteScope:
         lock = store._write_lock
         await lock.acquire()
         try:
-            group = store._group
-            if group is not None and group.members < GROUP_LIMIT:
-                db = store._lite()
-                if db.in_transaction:  # join it
-                    db.execute("SAVEPOINT grouped")
-                    group.members += 1
-                    written = group.written
-                else:  # SQLite rolled it back (an I/O error): its members fail, this begins anew
-                    end_group(store, group, sqlite3.OperationalError("the transaction was lost"))
-                    group = None
-            elif group is not None:  # full: its commit first
-                end_group(store, group, None)
-                group = None
-            if group is None:
+            group = join_group(store)
+            if group is not None:
+                db, written = store._lite(), group.written
+            else:
                 written = set()
                 checkpoints = store._checkpoints
                 if checkpoints is not None and checkpoints.drain is not None:
@@ -562,11 +463,7 @@ class LiteScope:
                     db.execute("RELEASE grouped")
                     group.written = self._tx._written
                 elif store._write_lock.waiting or others_ready():  # one commit for them all
-                    opened = CommitGroup(self._tx._written)
-                    opened.committer = asyncio.get_running_loop().create_task(
-                        store._commit_group(opened)
-                    )
-                    group = self._group = store._group = opened
+                    group = self._group = open_group(store, self._tx._written)
                 else:
                     db.execute("COMMIT")
             except BaseException:
@@ -592,24 +489,3 @@ class LiteScope:
         else:  # this transaction alone: the group's others stay
             db.execute("ROLLBACK TO grouped")
             db.execute("RELEASE grouped")
-
-
-def end_group(store: SQLStore, group: CommitGroup, error: BaseException | None) -> None:
-    """Commit ``group`` (or, given an ``error``, fail it: its transaction is gone) and tell its
-    members; called holding the store's write lock, the group's transactions all ended."""
-    store._group = None
-    db = store._lite()
-    if error is None:
-        try:
-            db.execute("COMMIT")
-        except BaseException as failed:
-            if db.in_transaction:
-                db.execute("ROLLBACK")
-            error = failed
-        else:
-            checkpoints = store._checkpoints
-            if checkpoints is not None:
-                checkpoints.committed()
-    if error is not None:
-        store._values.values.clear()  # (nothing uncommitted is remembered; forgotten anyway)
-    group.settle(error)

@@ -1,0 +1,156 @@
+"""Group commit for the SQLite store: the lock its write transactions queue on, and the open
+transaction that the ones which come while another ends share, with one ``COMMIT`` for all
+(:class:`~coterie.storage.sqlite.LiteScope` drives them; docs/storage.md).
+
+Each commit costs the same system calls whatever it holds (the WAL's locks, a frame per page it
+changed), and most of a message's time on SQLite is its commit: the messages of a busy bot
+commit together instead, and none of them returns before that commit."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from collections import deque
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from coterie.storage.sql import SQLStore
+
+
+class WriteLock:
+    """The SQLite store's one writer at a time (its transactions, in this process), first come
+    first served. The lock is handed straight to the next waiter, so it stays held while anyone
+    waits, and a holder can tell whether anyone does (:attr:`waiting`): a transaction that ends
+    while others wait leaves its commit to be made with theirs (:class:`LiteScope`)."""
+
+    __slots__ = ("_held", "_turns")
+
+    def __init__(self) -> None:
+        self._held = False
+        #: the futures of the tasks waiting, in order (a cancelled one is done: skipped)
+        self._turns: deque[asyncio.Future[None]] = deque()
+
+    def locked(self) -> bool:
+        return self._held
+
+    @property
+    def waiting(self) -> bool:
+        """Whether a task waits for the lock."""
+        return any(not turn.done() for turn in self._turns)
+
+    async def acquire(self) -> None:
+        if not self._held:  # (nobody waits for a lock nobody holds)
+            self._held = True
+            return
+        turn: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._turns.append(turn)
+        try:
+            await turn  # the holder hands the lock over by setting its result
+        except BaseException:
+            if turn.done() and not turn.cancelled():
+                self.release()  # it came as this task was cancelled: pass it on
+            elif turn in self._turns:
+                self._turns.remove(turn)
+            raise
+
+    def release(self) -> None:
+        """Hand the lock to the first task still waiting, else free it."""
+        turns = self._turns
+        while turns:
+            turn = turns.popleft()
+            if not turn.done():
+                turn.set_result(None)
+                return
+        self._held = False
+
+
+class CommitGroup:
+    """A write transaction left open by a message's transaction that ended while others waited
+    for the writer: the transactions that wait join it, each in a savepoint of its own, and
+    one commit makes them all durable (group commit). Each waits for that commit before it
+    returns, so nothing it wrote is acted on (a reply sent, an event marked answered) before it
+    is on disk; a transaction that fails is rolled back to its savepoint alone."""
+
+    __slots__ = ("committed", "committer", "members", "written")
+
+    def __init__(self, written: set[tuple[str, str]] | None) -> None:
+        #: set once the group's ``COMMIT`` returned (its error if it failed)
+        self.committed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        #: the task that commits the group once the transactions ahead of it are done
+        self.committer: asyncio.Task[None] | None = None
+        #: the transactions in the group
+        self.members = 1
+        #: the ``kv`` keys written in the group so far (``None``: any may have been)
+        self.written = written
+
+    def settle(self, error: BaseException | None) -> None:
+        if self.committed.done():
+            return
+        if error is None:
+            self.committed.set_result(None)
+        else:
+            self.committed.set_exception(error)
+            self.committed.exception()  # (seen: a member cancelled meanwhile never awaits it)
+
+
+#: transactions one commit makes durable at most; the next one begins a group of its own
+GROUP_LIMIT = 32
+
+
+def others_ready() -> bool:
+    """Whether other callbacks are due in this turn of the event loop: tasks that may come for
+    the writer before a commit left to a task of its own would run (their transactions then
+    join the group). Read from asyncio's queue of ready callbacks, an attribute of CPython's
+    loops that a loop without it answers as none: each transaction then commits at once, as a
+    transaction that nobody follows does (without the extra turn of the loop)."""
+    return bool(getattr(asyncio.get_running_loop(), "_ready", None))
+
+
+def join_group(store: SQLStore) -> CommitGroup | None:
+    """The store's open group, joined in a savepoint (called holding the write lock, as a
+    transaction begins), or ``None``: there is none, or it is full (then committed now; its
+    committer, when it comes, finds nothing to do), or SQLite rolled its transaction back (an
+    I/O error: its members fail). The transaction then begins one of its own."""
+    group = store._group
+    if group is None:
+        return None
+    db = store._lite()
+    if not db.in_transaction:
+        end_group(store, group, sqlite3.OperationalError("the group's transaction was lost"))
+        return None
+    if group.members >= GROUP_LIMIT:
+        end_group(store, group, None)
+        return None
+    db.execute("SAVEPOINT grouped")
+    group.members += 1
+    return group
+
+
+def open_group(store: SQLStore, written: set[tuple[str, str]] | None) -> CommitGroup:
+    """Leave the transaction that just ended open as a group (``written``: the ``kv`` keys it
+    wrote), with the task that commits it once the transactions that join it are done."""
+    group = CommitGroup(written)
+    group.committer = asyncio.get_running_loop().create_task(store._commit_group(group))
+    store._group = group
+    return group
+
+
+def end_group(store: SQLStore, group: CommitGroup, error: BaseException | None) -> None:
+    """Commit ``group`` (or, given an ``error``, fail it: its transaction is gone) and tell its
+    members; called holding the store's write lock, the group's transactions all ended."""
+    store._group = None
+    db = store._lite()
+    if error is None:
+        try:
+            db.execute("COMMIT")
+        except BaseException as failed:
+            if db.in_transaction:
+                db.execute("ROLLBACK")
+            error = failed
+        else:
+            checkpoints = store._checkpoints
+            if checkpoints is not None:
+                checkpoints.committed()
+    if error is not None:
+        store._values.values.clear()  # (nothing uncommitted is remembered; forgotten anyway)
+    group.settle(error)
