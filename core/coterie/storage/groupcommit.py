@@ -9,6 +9,7 @@ commit together instead, and none of them returns before that commit."""
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import sqlite3
 from collections import deque
 from typing import TYPE_CHECKING
@@ -21,7 +22,8 @@ class WriteLock:
     """The SQLite store's one writer at a time (its transactions, in this process), first come
     first served. The lock is handed straight to the next waiter, so it stays held while anyone
     waits, and a holder can tell whether anyone does (:attr:`waiting`): a transaction that ends
-    while others wait leaves its commit to be made with theirs (:class:`LiteScope`)."""
+    while others wait leaves its commit to be made with theirs
+    (:class:`~coterie.storage.sqlite.LiteScope`)."""
 
     __slots__ = ("_held", "_turns")
 
@@ -130,7 +132,10 @@ def open_group(store: SQLStore, written: set[tuple[str, str]] | None) -> CommitG
     """Leave the transaction that just ended open as a group (``written``: the ``kv`` keys it
     wrote), with the task that commits it once the transactions that join it are done."""
     group = CommitGroup(written)
-    group.committer = asyncio.get_running_loop().create_task(store._commit_group(group))
+    # (in a context of its own: none of the ending transaction's context variables goes with it)
+    group.committer = asyncio.get_running_loop().create_task(
+        store._commit_group(group), context=contextvars.Context()
+    )
     store._group = group
     return group
 
