@@ -45,14 +45,21 @@ def _committed(path: Path, namespace: str) -> dict[str, str]:
         db.close()
 
 
+async def _write(store: SQLStore, n: int, fails: bool = False) -> None:
+    """One transaction writing key ``kN`` (then raising, if it ``fails``)."""
+    async with store.transaction() as tx:
+        await tx.set("g", f"k{n}", n)
+        if fails:
+            raise ValueError(f"{n} fails")
+
+
 async def test_transactions_that_queue_are_committed_together(tmp_path: Path) -> None:
     store = await _store(tmp_path)
     seen = _statements(store)
     on_disk: dict[int, bool] = {}
 
     async def write(n: int) -> None:
-        async with store.transaction() as tx:
-            await tx.set("g", f"k{n}", n)
+        await _write(store, n)
         # back from the transaction: its write is committed, as another connection sees it
         on_disk[n] = f"k{n}" in _committed(tmp_path / "coterie.db", "g")
 
@@ -71,8 +78,7 @@ async def test_a_transaction_alone_commits_at_once(tmp_path: Path) -> None:
     seen = _statements(store)
     try:
         for n in range(5):
-            async with store.transaction() as tx:
-                await tx.set("g", f"k{n}", n)
+            await _write(store, n)
     finally:
         await store.close()
     assert seen.count("COMMIT") == 5
@@ -82,13 +88,8 @@ async def test_a_transaction_alone_commits_at_once(tmp_path: Path) -> None:
 async def test_a_group_holds_at_most_its_limit(tmp_path: Path) -> None:
     store = await _store(tmp_path)
     seen = _statements(store)
-
-    async def write(n: int) -> None:
-        async with store.transaction() as tx:
-            await tx.set("g", f"k{n}", n)
-
     try:
-        await asyncio.gather(*(write(n) for n in range(GROUP_LIMIT + 8)))
+        await asyncio.gather(*(_write(store, n) for n in range(GROUP_LIMIT + 8)))
     finally:
         await store.close()
     assert seen.count("COMMIT") == 2
@@ -125,15 +126,9 @@ async def test_a_failing_transaction_in_a_group_is_rolled_back_alone(tmp_path: P
 
 async def test_the_first_transaction_failing_leaves_the_others_theirs(tmp_path: Path) -> None:
     store = await _store(tmp_path)
-
-    async def write(n: int) -> None:
-        async with store.transaction() as tx:
-            await tx.set("g", f"k{n}", n)
-            if n == 0:
-                raise ValueError("the first fails")
-
     try:
-        results = await asyncio.gather(*(write(n) for n in range(6)), return_exceptions=True)
+        writes = (_write(store, n, fails=n == 0) for n in range(6))
+        results = await asyncio.gather(*writes, return_exceptions=True)
     finally:
         await store.close()
     assert isinstance(results[0], ValueError)
