@@ -46,14 +46,67 @@ async def test_a_deferred_mark_lands_with_the_next_transaction(store: StateStore
 async def test_a_failed_transaction_leaves_the_marks_pending(store: StateStore) -> None:
     marks = DeferredWrites(store, NS, delay=60)
     marks.put("a", 1)
+    batch: dict[str, Any] = {}
     with pytest.raises(RuntimeError):
         async with store.transaction() as tx:
-            await marks.write_into(tx)
+            batch = await marks.write_into(tx)
             raise RuntimeError("rolled back")
+    marks.not_landed(batch)
     assert await store.get(NS, "a") is None
     assert marks.pending("a") == 1
     await marks.flush()  # one transaction of its own
     assert await store.get(NS, "a") == 1 and len(marks) == 0
+
+
+async def test_a_mark_rides_on_one_transaction_at_a_time(store: StateStore) -> None:
+    """Transactions that open while another carries a mark leave it out; when that one fails,
+    the mark is the next one's."""
+    marks = DeferredWrites(store, NS, delay=60)
+    marks.put("a", 1)
+    marks.put("b", 2)
+    async with store.transaction() as tx:
+        first = await marks.write_into(tx)
+    assert first == {"a": 1, "b": 2}
+    marks.put("c", 3)
+    async with store.transaction() as tx:  # a and b are still on their way (not landed)
+        second = await marks.write_into(tx)
+    assert second == {"c": 3}
+    await marks.flush()  # nothing free to write: no transaction
+    marks.not_landed(first)  # say the first one's commit failed after all
+    assert marks.pending("a") == 1 and len(marks) == 3
+    marks.landed(second)
+    async with store.transaction() as tx:
+        third = await marks.write_into(tx)
+    assert third == {"a": 1, "b": 2}
+    marks.landed(third)
+    assert len(marks) == 0
+    assert [await store.get(NS, key) for key in "abc"] == [1, 2, 3]
+
+
+async def test_a_mark_put_again_while_it_rides_is_written_again() -> None:
+    store = MemoryStore()
+    marks = DeferredWrites(store, NS, delay=60)
+    marks.put("a", 1)
+    async with store.transaction() as tx:
+        first = await marks.write_into(tx)
+        marks.put("a", 2)
+        async with MemoryStore().transaction() as other:
+            assert await marks.write_into(other) == {"a": 2}  # the newer value is free
+    marks.landed(first)
+    assert marks.pending("a") == 2
+
+
+async def test_a_write_that_fails_in_write_into_frees_its_marks() -> None:
+    class Refusing:
+        async def set(self, namespace: str, key: str, value: Any) -> None:
+            raise ValueError("refused")
+
+    marks = DeferredWrites(MemoryStore(), NS, delay=60)
+    marks.put("a", 1)
+    with pytest.raises(ValueError):
+        await marks.write_into(Refusing())  # type: ignore[arg-type]
+    async with MemoryStore().transaction() as tx:
+        assert await marks.write_into(tx) == {"a": 1}
 
 
 async def test_marks_nobody_carries_are_flushed_after_the_delay(store: StateStore) -> None:
@@ -107,6 +160,7 @@ class Recorder:
         self.fail = fail
         self.joined: list[Any] = []
         self.landed = False
+        self.rolled = 0
 
     async def join(self, tx: Any) -> None:
         self.joined.append(tx)
@@ -116,6 +170,9 @@ class Recorder:
 
     def committed(self) -> None:
         self.landed = True
+
+    def rolled_back(self) -> None:
+        self.rolled += 1
 
 
 async def test_a_joiner_runs_first_in_the_next_transaction_only(store: StateStore) -> None:
@@ -140,7 +197,7 @@ async def test_a_rolled_back_transaction_does_not_land_its_joiner(store: StateSt
         async with ambient.transaction("room"):
             await ambient.set(NS, "effect", 1)
             raise ValueError("a command's error")
-    assert joiner.joined and not joiner.landed
+    assert joiner.joined and not joiner.landed and joiner.rolled == 1
     assert await store.get(NS, "claim") is None and await store.get(NS, "effect") is None
 
 
@@ -152,7 +209,7 @@ async def test_a_joiner_that_refuses_rolls_the_transaction_back(store: StateStor
     with pytest.raises(ClaimLost):
         async with ambient.transaction("room"):
             ran = True
-    assert not ran and not joiner.landed
+    assert not ran and not joiner.landed and joiner.rolled == 1
     assert await store.get(NS, "claim") is None
 
 

@@ -89,6 +89,9 @@ class Claim:
     def committed(self) -> None:
         self.landed = True
 
+    def rolled_back(self) -> None:
+        self.landed = False
+
 
 async def test_a_claimed_command_from_a_platform_event_takes_two_round_trips(
     store: SQLStore, pg_trips: dict[str, int]

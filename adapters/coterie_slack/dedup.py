@@ -124,9 +124,14 @@ class RecentDeliveries:
         now = self._clock()
         if self._marks.pending(key) is not None:
             return DONE  # answered here; its mark is on its way to the store
-        async with self._store.transaction(lock=f"{NAMESPACE}:{key}") as tx:
-            claim, at, entry = await self._claim_in(tx, key, now)  # (read first: see join)
-            marks = await self._marks.write_into(tx)
+        marks: dict[str, Any] = {}
+        try:
+            async with self._store.transaction(lock=f"{NAMESPACE}:{key}") as tx:
+                claim, at, entry = await self._claim_in(tx, key, now)  # (read first: see join)
+                marks = await self._marks.write_into(tx)
+        except BaseException:
+            self._marks.not_landed(marks)
+            raise
         self._marks.landed(marks)
         if claim != NEW:
             return claim
@@ -303,6 +308,10 @@ class PendingClaim:
             raise ClaimLost(claim)
         self._marks = await recent._marks.write_into(tx)
         self._made = (at, entry)
+
+    def rolled_back(self) -> None:
+        self.recent._marks.not_landed(self._marks)
+        self._marks = {}
 
     def committed(self) -> None:
         self.recent._marks.landed(self._marks)

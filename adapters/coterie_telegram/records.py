@@ -157,9 +157,14 @@ class SeenIds:
         full = self._prefix + key
         if self._marks.pending(full) is not None:
             return False  # answered here; its mark is on its way to the store
-        async with self._store.transaction(lock=f"{self._namespace}:{full}") as tx:
-            taken = await self._add_in(tx, full, now, lease)  # (read first: see PendingId.join)
-            marks = await self._marks.write_into(tx)
+        marks: dict[str, Any] = {}
+        try:
+            async with self._store.transaction(lock=f"{self._namespace}:{full}") as tx:
+                taken = await self._add_in(tx, full, now, lease)  # (read first: PendingId.join)
+                marks = await self._marks.write_into(tx)
+        except BaseException:
+            self._marks.not_landed(marks)
+            raise
         self._marks.landed(marks)
         if not taken:
             return False
@@ -332,6 +337,10 @@ class PendingId:
             raise ClaimLost(self.full)  # (the bot's settle then says whether it was answered)
         self._marks = await seen._marks.write_into(tx)
         self._at = now
+
+    def rolled_back(self) -> None:
+        self.seen._marks.not_landed(self._marks)
+        self._marks = {}
 
     def committed(self) -> None:
         self.seen._marks.landed(self._marks)

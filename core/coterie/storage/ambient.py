@@ -8,7 +8,7 @@ import contextvars
 from typing import Any
 
 from coterie.storage.character_rows import UNDO_DEPTH, Character
-from coterie.storage.joining import joined, landed, next_joiner
+from coterie.storage.joining import joined, landed, next_joiner, not_landed
 from coterie.storage.state import RollRecord, StateStore
 
 #: the transaction the current task's command runs in, with the store it belongs to
@@ -152,7 +152,16 @@ class _AmbientScope:
         if scope is None:
             return False
         _active.reset(self._token)
-        suppressed = bool(await scope.__aexit__(kind, error, trace))
-        if (kind is None or suppressed) and self._joiner is not None:  # committed
-            landed(self._joiner)
+        joiner = self._joiner
+        if joiner is None:
+            return bool(await scope.__aexit__(kind, error, trace))
+        try:
+            suppressed = bool(await scope.__aexit__(kind, error, trace))
+        except BaseException:
+            not_landed(joiner)
+            raise
+        if kind is None or suppressed:  # committed
+            landed(joiner)
+        else:
+            not_landed(joiner)
         return suppressed

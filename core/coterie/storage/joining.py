@@ -5,7 +5,8 @@ to one worker or to two, are answered once). The claim is a write; the command t
 carries writes too, in its own transaction. :func:`join_next_transaction` lets the adapter put
 the claim *into* the command's transaction: the next transaction this task opens through the
 app's store (:class:`~coterie.storage.ambient.AmbientStore`, ``app.state``) first runs
-:meth:`Joiner.join` with that transaction, and calls :meth:`Joiner.committed` once it committed.
+:meth:`Joiner.join` with that transaction, and calls :meth:`Joiner.committed` once it committed
+(:meth:`Joiner.rolled_back` if it did not).
 
 A joiner that finds it must not go on (the delivery is claimed by someone else) raises from
 :meth:`~Joiner.join`: that transaction is rolled back, and the adapter, which sees that its
@@ -31,6 +32,11 @@ class Joiner(Protocol):
         """That transaction has committed."""
         ...
 
+    def rolled_back(self) -> None:
+        """That transaction did not commit, or may not have (its commit failed, or the task was
+        cancelled while it waited for it), or :meth:`join` raised."""
+        ...
+
 
 _next: contextvars.ContextVar[Joiner | None] = contextvars.ContextVar(
     "coterie_next_transaction_joiner", default=None
@@ -53,7 +59,11 @@ async def joined(tx: Any) -> Joiner | None:
     if joiner is None:
         return None
     _next.set(None)
-    await joiner.join(tx)
+    try:
+        await joiner.join(tx)
+    except BaseException:
+        joiner.rolled_back()
+        raise
     return joiner
 
 
@@ -61,3 +71,9 @@ def landed(joiner: Joiner | None) -> None:
     """The transaction a joiner joined has committed."""
     if joiner is not None:
         joiner.committed()
+
+
+def not_landed(joiner: Joiner | None) -> None:
+    """The transaction a joiner joined did not commit (or may not have)."""
+    if joiner is not None:
+        joiner.rolled_back()
