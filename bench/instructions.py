@@ -7,8 +7,12 @@ Each side runs in a process of its own under valgrind twice, with ``--low`` and 
 repetitions after the same warm-up; the difference over the extra repetitions is one message's
 (or one roll's) instructions, start-up and warm-up cancelled out. The coterie side is what
 ``core_roll.py`` times (``Coterie.handle`` on the memory store, 100 users, then the plain and
-Markdown encodings). Wall time is not instructions: a message that runs more distinct code
-runs each instruction slower (the caches hold less of it), so the timed ratio is the higher one
+Markdown encodings); a third side runs the same on the default store, SQLite (a fresh file,
+migrated before), whose count leaves out what the kernel does for SQLite's system calls (its
+writes to the WAL, its locks): its ratio to the memory store is what the SQLite store's own code
+and SQLite's add, and the timed ratio's excess over it is the system calls and the caches. Wall
+time is not instructions: a message that runs more distinct code runs each instruction slower
+(the caches hold less of it), so the timed ratio is the higher one
 (``core_roll.py`` prints how many Python functions each side runs).
 
 Run: .venv/bin/python bench/instructions.py [--low N] [--high N] [--warm N]   (needs valgrind)
@@ -45,13 +49,28 @@ def work(side: str, count: int, warm: int = WARM) -> None:
         for _ in range(count):
             d20.roll("7d10")
         return
+    import tempfile
+
     from core_roll import answered, make_app
 
-    app = make_app()
+    from coterie.storage.sql import SQLStore
+
     loop = asyncio.new_event_loop()
+    folder = tempfile.TemporaryDirectory(prefix="coterie-bench-")
+    store = None
+    if side == "sqlite":  # a copy of the file migrated before (no Alembic under valgrind)
+        shutil.copy(os.environ[SCHEMA], f"{folder.name}/coterie.db")
+        store = SQLStore(f"sqlite:///{folder.name}/coterie.db")
+    app = make_app(store)
     loop.run_until_complete(answered(app, warm))
     loop.run_until_complete(answered(app, count))
+    loop.run_until_complete(app.stop())
     loop.close()
+    folder.cleanup()
+
+
+#: the environment variable naming the migrated, empty SQLite file the SQLite side copies
+SCHEMA = "COTERIE_BENCH_SCHEMA"
 
 
 def counting(side: str, count: int, warm: int) -> subprocess.Popen[str]:
@@ -109,10 +128,24 @@ def main() -> None:
         raise SystemExit("bench/instructions.py needs valgrind (apt-get install valgrind)")
     detail = f"callgrind, {args.high} - {args.low} repetitions after {args.warm} to warm up"
     print(header("instructions per message", detail))
-    ours, peer = per_run(["coterie", "d20"], args.low, args.high, args.warm)
+    import tempfile
+
+    from core_roll import sqlite_store
+
+    with tempfile.TemporaryDirectory(prefix="coterie-bench-") as folder:
+        loop = asyncio.new_event_loop()
+        loop.run_until_complete(sqlite_store(loop, folder).close())  # the file, migrated
+        loop.close()
+        os.environ[SCHEMA] = f"{folder}/coterie.db"
+        ours, peer, lite = per_run(["coterie", "d20", "sqlite"], args.low, args.high, args.warm)
     print(f"coterie !roll 7 6 on the memory store, with both encodings: {ours:10.0f} instructions")
     print(f"d20.roll('7d10'):                                           {peer:10.0f} instructions")
+    print(f"coterie !roll 7 6 on the SQLite store (a file, WAL):       {lite:10.0f} instructions")
     print(f"ratio coterie / d20 in instructions: {ours / peer:.2f}x")
+    print(
+        f"ratio SQLite / memory store in instructions: {lite / ours:.2f}x (the process's own: "
+        "the kernel's work for SQLite's system calls is not counted)"
+    )
 
 
 if __name__ == "__main__":

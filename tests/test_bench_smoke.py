@@ -59,15 +59,18 @@ def test_core_roll_in_several_processes_reports_the_median_and_each_ratio():
     assert float(found.group(1)) == ratios[1]  # the median of the three processes' ratios
 
 
-def test_instructions_counts_both_sides_under_valgrind():
+def test_instructions_counts_every_side_under_valgrind():
     out = run_bench(
         str(BENCH / "instructions.py"), "--warm", "20", "--low", "20", "--high", "120", timeout=300
     )
     ours = re.search(r"coterie !roll 7 6 .*: +([0-9]+) instructions", out)
     peer = re.search(r"d20.roll\('7d10'\): +([0-9]+) instructions", out)
     ratio = re.search(r"ratio coterie / d20 in instructions: ([0-9.]+)x", out)
-    assert ours and peer and ratio, out
+    lite = re.search(r"on the SQLite store .*: +([0-9]+) instructions", out)
+    lite_ratio = re.search(r"ratio SQLite / memory store in instructions: ([0-9.]+)x", out)
+    assert ours and peer and ratio and lite and lite_ratio, out
     assert int(peer.group(1)) > 0 and int(ours.group(1)) > int(peer.group(1))
+    assert int(lite.group(1)) > int(ours.group(1))  # the same message, and SQLite's statements
 
 
 def test_throughput_counts_every_reply_through_each_entry_point():
