@@ -71,7 +71,8 @@ async def test_a_mark_rides_on_one_transaction_at_a_time(store: StateStore) -> N
     async with store.transaction() as tx:  # a and b are still on their way (not landed)
         second = await marks.write_into(tx)
     assert second == {"c": 3}
-    await marks.flush()  # nothing free to write: no transaction
+    await marks.flush()  # every pending mark rides on a transaction: it leaves them pending
+    assert len(marks) == 3
     marks.not_landed(first)  # say the first one's commit failed after all
     assert marks.pending("a") == 1 and len(marks) == 3
     marks.landed(second)
@@ -199,6 +200,20 @@ async def test_a_rolled_back_transaction_does_not_land_its_joiner(store: StateSt
             raise ValueError("a command's error")
     assert joiner.joined and not joiner.landed and joiner.rolled == 1
     assert await store.get(NS, "claim") is None and await store.get(NS, "effect") is None
+
+
+async def test_a_joiner_hears_of_a_commit_that_failed() -> None:
+    class FailingCommit(MemoryStore):
+        def _apply(self, tx: Any) -> None:
+            raise OSError("disk full")
+
+    ambient = AmbientStore(FailingCommit())
+    joiner = Recorder()
+    join_next_transaction(joiner)
+    with pytest.raises(OSError):
+        async with ambient.transaction("room"):
+            await ambient.set(NS, "effect", 1)
+    assert joiner.joined and not joiner.landed and joiner.rolled == 1
 
 
 async def test_a_joiner_that_refuses_rolls_the_transaction_back(store: StateStore) -> None:
