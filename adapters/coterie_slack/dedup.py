@@ -124,15 +124,8 @@ class RecentDeliveries:
         now = self._clock()
         if self._marks.pending(key) is not None:
             return DONE  # answered here; its mark is on its way to the store
-        marks: dict[str, Any] = {}
-        try:
-            async with self._store.transaction(lock=f"{NAMESPACE}:{key}") as tx:
-                claim, at, entry = await self._claim_in(tx, key, now)  # (read first: see join)
-                marks = await self._marks.write_into(tx)
-        except BaseException:
-            self._marks.not_landed(marks)
-            raise
-        self._marks.landed(marks)
+        async with self._marks.riding_on(self._store.transaction(lock=f"{NAMESPACE}:{key}")) as tx:
+            claim, at, entry = await self._claim_in(tx, key, now)  # (read first: see join)
         if claim != NEW:
             return claim
         self._took(key, at, entry)

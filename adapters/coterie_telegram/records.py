@@ -157,15 +157,9 @@ class SeenIds:
         full = self._prefix + key
         if self._marks.pending(full) is not None:
             return False  # answered here; its mark is on its way to the store
-        marks: dict[str, Any] = {}
-        try:
-            async with self._store.transaction(lock=f"{self._namespace}:{full}") as tx:
-                taken = await self._add_in(tx, full, now, lease)  # (read first: PendingId.join)
-                marks = await self._marks.write_into(tx)
-        except BaseException:
-            self._marks.not_landed(marks)
-            raise
-        self._marks.landed(marks)
+        scope = self._store.transaction(lock=f"{self._namespace}:{full}")
+        async with self._marks.riding_on(scope) as tx:
+            taken = await self._add_in(tx, full, now, lease)  # (read first: see PendingId.join)
         if not taken:
             return False
         if lease is not None:

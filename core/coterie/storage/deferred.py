@@ -25,8 +25,10 @@ mark written up to 14 times. A transaction that fails hands its marks back
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import logging
+from collections.abc import AsyncIterator
 from typing import Any
 
 from coterie.storage.state import StateStore, Transaction
@@ -110,6 +112,21 @@ class DeferredWrites:
             if pending:
                 self._schedule(self._delay)
 
+    @contextlib.asynccontextmanager
+    async def riding_on(self, scope: Any) -> AsyncIterator[Any]:
+        """``scope`` (a store's transaction, not entered yet) entered, the free pending values
+        written into it as its body ends (:meth:`write_into`), then :meth:`landed` once it
+        committed or :meth:`not_landed` if it did not."""
+        batch: dict[str, Any] = {}
+        try:
+            async with scope as tx:
+                yield tx
+                batch = await self.write_into(tx)
+        except BaseException:
+            self.not_landed(batch)
+            raise
+        self.landed(batch)
+
     def not_landed(self, batch: dict[str, Any]) -> None:
         """The transaction that took ``batch`` (from :meth:`write_into`) rolled back, or may
         have: its values are free for the next transaction (written twice at worst: the same
@@ -129,14 +146,8 @@ class DeferredWrites:
             self._timer = None
         if not self._free():  # (the rest rides on transactions under way)
             return
-        batch: dict[str, Any] = {}
-        try:
-            async with self._store.transaction() as tx:
-                batch = await self.write_into(tx)
-        except BaseException:
-            self.not_landed(batch)
-            raise
-        self.landed(batch)
+        async with self.riding_on(self._store.transaction()):
+            pass
 
     def _schedule(self, delay: float) -> None:
         if self._timer is None:
