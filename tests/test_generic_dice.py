@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from coterie.framework.message import Message
 from coterie.play.dice import is_expression
 from coterie.render.elements import Strike, walk
 from coterie.render.encode import to_plain
@@ -40,14 +41,35 @@ async def test_r_with_a_pool_is_still_a_pool_roll(make_app, say):
         ("!dice d5000", "at most 1000 sides"),
         ("!dice 2d6+1234567", "at most 6 digits"),
         ("!dice", "what should I roll?"),
+        ("!r 260d10 + 1", "that is 260 dice; a roll may have at most 100"),
+        ("!r 60d6 + 41d8", "that is 101 dice"),
     ],
 )
 async def test_limits_and_bad_expressions_are_friendly(make_app, recording_dice, say, text, error):
     app = make_app(dice=recording_dice)
     reply = await say(app, text)
     assert reply.startswith("⚠ ") and error in reply, reply
-    assert recording_dice.rolls <= 100  # a refused roll stops at the limit
+    assert "Usage: !dice EXPRESSION" in reply  # (`!r` too: the dice usage, not the pools')
+    assert recording_dice.rolls == 0  # refused before a die is drawn
     assert "Traceback" not in reply
+
+
+async def test_the_dice_written_out_may_reach_the_limit(make_app, recording_dice, say):
+    app = make_app(dice=recording_dice)
+    reply = await say(app, "!dice 60d6 + 40d8")
+    assert not reply.startswith("⚠ "), reply
+    assert recording_dice.rolls == 100
+
+
+async def test_a_roll_that_explodes_past_the_limit_is_refused_as_it_does(
+    make_app, recording_dice, say
+):
+    app = make_app(dice=recording_dice)
+    reply = await say(app, "!r 1d1e1")  # a one-sided die that explodes on 1: for ever
+    assert reply.startswith("⚠ that roll grew past 100 dice"), reply
+    assert recording_dice.rolls == 100  # drawn up to the limit, then dropped
+    room = Message(platform="test", room="r1", user="alice", text="").room_key
+    assert await app.state.rolls(room, limit=None) == []
 
 
 def test_what_counts_as_an_expression():

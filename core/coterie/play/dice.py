@@ -1,7 +1,10 @@
 """Generic dice for everything outside a pool (damage, random tables): ``!dice 2d6+3``,
 ``!r 4d10kh2``. Expressions are read and rolled by the ``d20`` library (keep/drop, rerolls,
 arithmetic), with coterie's own dice source (``secrets`` unless a test injects faces) and its
-limits: at most ``limits.max_dice`` dice, numbers of at most six digits.
+limits: at most ``limits.max_dice`` dice, numbers of at most six digits. The dice an expression
+writes out are counted before any is drawn (``!r 260d10`` is refused without a roll); dice that
+the rolled faces add (``e6`` explodes, ``ro1`` re-rolls) count as they come, and a roll that grows
+past the limit is refused once it does: its faces are dropped, nothing is shown or kept.
 
 ``!r`` stays the short form of ``!roll`` for pools: only arguments that are a dice expression
 (``2d6+3``, ``d20``, ``4d10kh2``) go to generic dice, so ``!r 5 6`` is still a pool roll.
@@ -79,11 +82,16 @@ def roll_expression(expression: str, source: DiceSource, max_dice: int) -> Any:
             raise UsageError(f"a die has at most {MAX_SIDES} sides, not {sides}")
     roller = d20.Roller(context=d20.RollContext(max_rolls=max_dice))
     try:
+        tree = roller.parse(expression)
+        count = _written_dice(tree)
+        if count > max_dice:  # refused before a die is drawn
+            raise UsageError(f"that is {count} dice; a roll may have at most {max_dice}")
         with _drawing_from(source):
-            return roller.roll(expression, stringifier=d20.MarkdownStringifier())
-    except d20.TooManyRolls:
+            return roller.roll(tree, stringifier=d20.MarkdownStringifier())
+    except d20.TooManyRolls:  # (what the dice rolled added: explosions, re-rolls)
         raise UsageError(
-            f"that is more than {max_dice} dice; a roll may have at most {max_dice}"
+            f"that roll grew past {max_dice} dice (exploding and re-rolled dice count too); "
+            f"a roll may have at most {max_dice}"
         ) from None
     except d20.RollSyntaxError:
         raise UsageError(
@@ -92,6 +100,16 @@ def roll_expression(expression: str, source: DiceSource, max_dice: int) -> Any:
         ) from None
     except (d20.RollError, ZeroDivisionError, ValueError) as error:
         raise UsageError(f"`{shorten(expression, 40)}` can't be rolled: {error}") from None
+
+
+def _written_dice(node: Any) -> int:
+    """How many dice a parsed expression writes out (``4d6kh3 + d20``: 5), before any die it
+    rolls adds more (explosions, re-rolls)."""
+    import d20.diceast
+
+    if isinstance(node, d20.diceast.Dice):
+        return int(node.num)
+    return sum(_written_dice(child) for child in node.children)
 
 
 def _nodes(markdown: str) -> list[Node]:
@@ -117,7 +135,12 @@ def dice_command(ctx: CommandContext) -> Reply:
     expression = ctx.args.strip()
     if not expression:
         raise UsageError("what should I roll? e.g. `!dice 2d6+3`", usage=DICE_USAGE)
-    result = roll_expression(expression, ctx.dice, ctx.app.config.limits.max_dice)
+    try:
+        result = roll_expression(expression, ctx.dice, ctx.app.config.limits.max_dice)
+    except UsageError as error:  # (`!r 2d6+` is a dice expression: its usage, not the pools')
+        if error.usage is None:
+            error.usage = DICE_USAGE
+        raise
     body: list[Node] = [bold(ctx.message.display_name)]
     if ctx.line.comment:
         body += [Text(" — "), italic(ctx.line.comment)]
