@@ -668,9 +668,18 @@ def main(argv: Sequence[str] | None = None) -> int:
             continue
         for index, label in enumerate(r.name.split(maxsplit=1)[1] for r in rounds[0][:-1]):
             pairs = [(row[index], row[-1]) for row in rounds]
-            print(f"  {label} / peer: {ratio_line(pairs)}")
+            adapter = rounds[0][index].name.split(maxsplit=1)[0]
+            target = TARGETS.get(adapter) if label == "coterie" else None
+            print(f"  {label} / peer: {ratio_line(pairs)}" + (f"   # {target}" if target else ""))
     print(f"# coterie lost or duplicated replies: {bad}")
     return 1 if bad else 0
+
+
+#: issue 18's targets for coterie on its default store (SQLite), by adapter
+TARGETS = {
+    "slack": "target: throughput >= 0.9x (issue 18)",
+    "telegram": "target: throughput >= 0.9x (issue 18)",
+}
 
 
 def ratio_line(pairs: list[tuple[Result, Result]]) -> str:
