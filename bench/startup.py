@@ -8,10 +8,10 @@ Peers in the same run: the bare interpreter (``python -c pass``) and ``coterie c
 memory store (``memory://``: no database at all). The same ``coterie chat`` also starts on a
 pseudo-terminal (answered as a terminal answers), timed to its prompt and to its line editor's
 own prompt: issue 18's target, <= 200 ms to the chat prompt with a current schema. The first run
-(which creates and migrates the database) is timed and shown apart, its bytecode compiled by an
-untimed first start in another folder. ``--before BIN`` adds another
-install's ``coterie`` script (e.g. the main branch's checkout) as a side taking turns with the
-others, on the same database, piped and on a terminal.
+(which creates and migrates the database) is timed and shown apart, after an untimed first start
+in another folder has compiled the bytecode. ``--before BIN`` adds another install's ``coterie``
+script (e.g. the main branch's checkout) as a side taking turns with the others, on the same
+database, piped and on a terminal.
 
 Each start's CPU time (user + system, read from ``/proc`` when the answer arrives) is shown beside
 its wall time: on a shared machine it moves less with the load.
