@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from coterie.storage.groupcommit import GROUP_LIMIT
+from coterie.storage import groupcommit
+from coterie.storage.groupcommit import GROUP_LIMIT, PATIENCE
 from coterie.storage.migrate import upgrade
 from coterie.storage.sql import SQLStore
 
@@ -180,6 +181,88 @@ async def test_values_read_in_a_group_are_remembered_only_once_committed(tmp_pat
         assert await store.get("g", "x") == 1 and await store.get("g", "y") == 1
     finally:
         await store.close()
+
+
+async def _timed_write(store: SQLStore, n: int) -> float:
+    """Seconds :func:`_write` of ``n`` took."""
+    start = time.monotonic()
+    await _write(store, n)
+    return time.monotonic() - start
+
+
+async def test_with_company_a_group_waits_for_the_transactions_on_their_way(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Once transactions have shared a commit, one that ends alone leaves its group open for
+    ``LINGER`` seconds: a transaction that comes meanwhile (not queued when the first ended)
+    joins it, and the first returns only with their commit."""
+    monkeypatch.setattr(groupcommit, "LINGER", 0.3)
+    store = await _store(tmp_path)
+    try:
+        await asyncio.gather(*(_write(store, n) for n in range(4)))  # company
+        seen = _statements(store)
+        first = asyncio.ensure_future(_timed_write(store, 10))
+        await asyncio.sleep(0.1)  # the first has ended (its group waits), not returned
+        assert not first.done() and store._group is not None
+        assert "COMMIT" not in seen and "k10" not in _committed(tmp_path / "coterie.db", "g")
+        second = await _timed_write(store, 11)
+        took = await first
+    finally:
+        await store.close()
+    assert seen.count("COMMIT") == 1 and seen.count("SAVEPOINT grouped") == 1
+    assert took >= 0.3 and second < 0.3  # the second came 0.1 s into the first's wait
+    assert {"k10", "k11"} <= set(_committed(tmp_path / "coterie.db", "g"))
+
+
+async def test_without_company_a_transaction_never_waits(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Transactions awaited one after another never shared a commit: each commits at once,
+    however long a group would wait."""
+    monkeypatch.setattr(groupcommit, "LINGER", 1.0)
+    store = await _store(tmp_path)
+    seen = _statements(store)
+    try:
+        took = [await _timed_write(store, n) for n in range(5)]
+    finally:
+        await store.close()
+    assert max(took) < 0.5, took
+    assert seen.count("COMMIT") == 5
+
+
+async def test_company_ends_after_groups_that_nobody_joined(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After ``PATIENCE`` groups in a row that waited and that nobody joined, a transaction
+    alone commits at once again; a group shared again brings the wait back."""
+    monkeypatch.setattr(groupcommit, "LINGER", 0.25)
+    store = await _store(tmp_path)
+    try:
+        await asyncio.gather(*(_write(store, n) for n in range(4)))
+        took = [await _timed_write(store, 10 + n) for n in range(PATIENCE + 2)]
+        await asyncio.gather(*(_write(store, 20 + n) for n in range(4)))
+        again = await _timed_write(store, 30)
+    finally:
+        await store.close()
+    assert all(t >= 0.25 for t in took[:PATIENCE]), took
+    assert all(t < 0.2 for t in took[PATIENCE:]), took
+    assert again >= 0.25
+    assert len(_committed(tmp_path / "coterie.db", "g")) == 4 + PATIENCE + 2 + 4 + 1
+
+
+async def test_closing_the_store_commits_a_group_that_waits(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A shutdown while a group waits for company commits it: its members return, durable."""
+    monkeypatch.setattr(groupcommit, "LINGER", 0.3)
+    store = await _store(tmp_path)
+    await asyncio.gather(*(_write(store, n) for n in range(4)))
+    waiting = asyncio.ensure_future(_write(store, 10))
+    await asyncio.sleep(0.05)
+    assert not waiting.done()
+    await store.close()
+    await waiting
+    assert "k10" in _committed(tmp_path / "coterie.db", "g")
 
 
 CHILD = textwrap.dedent(

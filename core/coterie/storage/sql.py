@@ -135,6 +135,8 @@ class SQLStore(SQLCharacterReads):
         self._write_lock = WriteLock()  # SQLite only: one writer at a time anyway
         #: SQLite: the transaction left open for the ones that waited behind it, if any
         self._group: CommitGroup | None = None
+        #: SQLite: groups that may still wait alone for company (groupcommit.PATIENCE)
+        self._company = 0
 
     # --- SQLite ---
 
@@ -171,6 +173,8 @@ class SQLStore(SQLCharacterReads):
         it waits for the write lock behind them (see :class:`~coterie.storage.sqlite.LiteScope`).
         If it is cancelled first (the event loop is torn down) the group is lost as in a crash:
         nothing it did was acknowledged."""
+        if group.linger:
+            await asyncio.sleep(group.linger)  # for company: the transactions on their way
         lock = self._write_lock
         await lock.acquire()
         try:
