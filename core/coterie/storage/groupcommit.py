@@ -162,7 +162,7 @@ def open_group(store: SQLStore, written: set[tuple[str, str]] | None) -> CommitG
     wrote), with the task that commits it once the transactions that join it are done (after
     waiting :data:`LINGER` seconds for more of them, while the store has company)."""
     group = CommitGroup(written)
-    group.linger = LINGER if store._company > 0 else 0.0
+    group.linger = LINGER if has_company(store) else 0.0
     # (in a context of its own: none of the ending transaction's context variables goes with it)
     group.committer = asyncio.get_running_loop().create_task(
         store._commit_group(group), context=contextvars.Context()
