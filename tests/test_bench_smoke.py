@@ -81,6 +81,8 @@ def test_throughput_counts_every_reply_through_each_entry_point():
         for who in ("coterie", "peer"):
             [line] = [x for x in out.splitlines() if x.split()[:2] == [adapter, who]]
             assert "sent    20  lost 0  dup 0" in line, line
+            if adapter != "console":  # (a server of its own, its CPU measured)
+                assert re.search(r"busy +[0-9]+%  load [0-9.]+ ms/cmd", line), line
         assert re.search(rf"{adapter} coterie.*\n.*\n  coterie / peer: throughput [0-9.]+x", out)
     assert "# coterie lost or duplicated replies: 0" in out
 
@@ -152,3 +154,20 @@ def test_characters_prints_the_ratio_of_rolls_by_name_to_rolls_by_number():
         out = run_bench(str(BENCH / "characters.py"), "--quick", *store)
         assert re.search(r"ratio by name / by number: [0-9.]+x \(target <= 1.2x\)", out), out
         assert re.search(r"!roll Strength\+Brawl 6 +[0-9.]+ µs", out)
+
+
+def test_throughput_names_the_runs_whose_server_was_not_the_bottleneck():
+    sys.path.insert(0, str(BENCH))
+    try:
+        import throughput
+    finally:
+        sys.path.remove(str(BENCH))
+    Result = throughput.Result
+    runs = [
+        Result("slack coterie", elapsed=2.0, cpu=1.96),  # 98% of a core: it set the pace
+        Result("slack peer", elapsed=2.0, cpu=1.40),  # 70%: something else did
+        Result("slack coterie", elapsed=2.0, cpu=1.60),  # 80%, the second round
+        Result("console coterie", elapsed=2.0, cpu=0.0),  # not measured: left out
+    ]
+    assert runs[0].busy == 0.98
+    assert throughput.unsaturated(runs) == ["slack peer #1", "slack coterie #2"]
