@@ -692,7 +692,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         idle = unsaturated([result for row in rounds for result in row])
         if idle:
             print(
-                f"  # the server used less than {SATURATED:.0%} of its core in {len(idle)} run(s)"
+                f"  # servers used less than {SATURATED:.0%} of their core in {len(idle)} run(s)"
                 f" ({', '.join(idle)}): something else (the load, the machine) set their pace,"
                 " so their throughput says less than their server CPU per command"
             )
@@ -706,8 +706,9 @@ TARGETED = frozenset({"slack", "telegram"})
 
 
 #: a server busy for less of its core than this over a run was not what limited the run: this
-#: process (the load and the fake platform API) or the machine was (measured: 96-100% in
-#: ordinary runs on 2 cores; 69-72% for every side in a run whose throughput fell by a third)
+#: process (the load and the fake platform API) or the machine was (measured: 95-101% in
+#: ordinary runs on 2 cores; 64-76% for every Slack side of a run whose throughput fell by a
+#: quarter to a third, docs/performance.md, fourteenth round)
 SATURATED = 0.85
 
 
