@@ -157,6 +157,13 @@ def has_company(store: SQLStore) -> bool:
     return store._company > 0
 
 
+def wants_group(store: SQLStore) -> bool:
+    """Whether the transaction that just ended should stay open as a group instead of
+    committing at once: others wait for the writer, others are due in this turn of the loop
+    (:func:`others_ready`), or the store has company (:func:`has_company`)."""
+    return store._write_lock.waiting or others_ready() or has_company(store)
+
+
 def open_group(store: SQLStore, written: set[tuple[str, str]] | None) -> CommitGroup:
     """Leave the transaction that just ended open as a group (``written``: the ``kv`` keys it
     wrote), with the task that commits it once the transactions that join it are done (after

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from coterie.storage.character_rows import UNDO_DEPTH, Character, parse_sheet
-from coterie.storage.groupcommit import has_company, join_group, open_group, others_ready
+from coterie.storage.groupcommit import join_group, open_group, wants_group
 from coterie.storage.readahead import expected
 from coterie.storage.state import RollRecord, row_record
 
@@ -462,8 +462,7 @@ class LiteScope:
                 if group is not None:
                     db.execute("RELEASE grouped")
                     group.written = self._tx._written
-                elif store._write_lock.waiting or others_ready() or has_company(store):
-                    # one commit for them all
+                elif wants_group(store):  # one commit for them all
                     group = self._group = open_group(store, self._tx._written)
                 else:
                     db.execute("COMMIT")
