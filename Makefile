@@ -64,8 +64,10 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports
 
+# bench/ is checked with tests/ on the path: the benchmarks import the tests' fakes
 typecheck: $(STAMP)
-	$(BIN)/mypy core/coterie adapters/coterie_* plugins/coterie_* examples/coterie-cofd/coterie_cofd
+	MYPYPATH=bench:tests $(BIN)/mypy core/coterie adapters/coterie_* plugins/coterie_* \
+		examples/coterie-cofd/coterie_cofd bench
 
 # The API reference of the public modules (mkdocs.yml): any warning fails the build.
 docs: $(STAMP)

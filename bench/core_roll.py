@@ -362,7 +362,7 @@ def breadth(
     import cProfile
     import pstats
 
-    def count(run: Callable[[], None], times: int) -> tuple[int, float]:
+    def count(run: Callable[[], object], times: int) -> tuple[int, float]:
         profile = cProfile.Profile()
         profile.enable()
         run()

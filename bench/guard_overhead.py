@@ -45,7 +45,7 @@ def unguarded(app: Coterie) -> Coterie:
     async def run(command: Any, context: Any, _call: Any) -> Reply:
         return await call(command, context)
 
-    app.guard.run = run  # type: ignore[method-assign]
+    app.guard.run = run  # type: ignore[method-assign, assignment]
     return app
 
 

@@ -34,7 +34,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
-import nio  # noqa: E402
+import nio  # type: ignore[import-untyped]  # noqa: E402
 
 from coterie.framework.app import Coterie  # noqa: E402
 from coterie.framework.config import Config  # noqa: E402

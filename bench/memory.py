@@ -27,7 +27,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import aiohttp
-import psutil
+import psutil  # type: ignore[import-untyped]
 from common import header
 from throughput import (
     COTERIE,

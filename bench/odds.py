@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 from fractions import Fraction
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -52,7 +53,7 @@ def cases() -> list[tuple[str, int, Variant[Any, Any], str, Callable[[], Table]]
                 pool,
                 revised,
                 f"{pool} 6",
-                lambda pool=pool: models.revised_model(pool, 6),
+                partial(models.revised_model, pool, 6),
             )
         )
     for pool in (7, 15, 25):
@@ -62,7 +63,7 @@ def cases() -> list[tuple[str, int, Variant[Any, Any], str, Callable[[], Table]]
                 pool,
                 v5,
                 f"{pool} 5 3",
-                lambda pool=pool: models.v5_model(pool - 5, 5, 3),
+                partial(models.v5_model, pool - 5, 5, 3),
             )
         )
     for pool in (10, 30):
@@ -72,7 +73,7 @@ def cases() -> list[tuple[str, int, Variant[Any, Any], str, Callable[[], Table]]
                 pool,
                 laia,
                 f"{pool} 6 spec",
-                lambda pool=pool: models.laia_model(pool, 6, True),
+                partial(models.laia_model, pool, 6, True),
             )
         )
     return out
@@ -109,7 +110,8 @@ def main() -> None:
         request = variant.build(parse(tokens(words), variant.grammar), RoomSettings(variant.name))
         ours = variant.odds(request).table
         theirs = model()
-        worst = max(abs(ours.get(k, 0) - theirs.get(k, 0)) for k in set(ours) | set(theirs))
+        zero = Fraction(0)
+        worst = max(abs(ours.get(k, zero) - theirs.get(k, zero)) for k in set(ours) | set(theirs))
         assert worst <= 1e-9, f"{label}: coterie and icepool disagree by {float(worst)}"
 
         def ours_cold(variant: Variant[Any, Any] = variant, request: Any = request) -> Table:

@@ -88,7 +88,8 @@ class Result:
 async def run(postgres: Postgres, workers: int, requests: int, concurrency: int) -> Result:
     url = postgres.createdb(f"coterie_scale_{workers}_{time.monotonic_ns()}")
     with ExitStack() as stack, tempfile.TemporaryDirectory(prefix="coterie-scale-") as tmp:
-        async with TimedSlack() as slack, TimedTelegram() as telegram:
+        slack, telegram = TimedSlack(), TimedTelegram()
+        async with slack, telegram:
             cluster = await start_cluster(stack, Path(tmp), url, slack, telegram, workers=workers)
             timeout = aiohttp.ClientTimeout(total=30)
             connector = aiohttp.TCPConnector(limit=concurrency * 2)
@@ -177,10 +178,10 @@ def _match(
             text = str(call.params.get("text", ""))
             key = text.split(" — ", 1)[1].split("\n", 1)[0] if " — " in text else text
             replies.setdefault(key, []).append(at)
-    for at, call in zip(telegram.arrived, telegram.calls, strict=False):
-        if call.method == "sendMessage" and call.ok:
-            reply_to = (call.result.get("reply_to_message") or {}).get("message_id")
-            key = f"tg:{call.result['chat']['id']}:{reply_to}"
+    for at, sent_call in zip(telegram.arrived, telegram.calls, strict=False):
+        if sent_call.method == "sendMessage" and sent_call.ok:
+            reply_to = (sent_call.result.get("reply_to_message") or {}).get("message_id")
+            key = f"tg:{sent_call.result['chat']['id']}:{reply_to}"
             replies.setdefault(key, []).append(at)
     latencies = [replies[k][0] - t for k, t in sent.items() if k in replies]
     lost = sum(1 for k in sent if k not in replies)
