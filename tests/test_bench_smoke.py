@@ -36,6 +36,14 @@ def test_core_roll_prints_the_ratio_and_the_breakdown():
     assert re.search(r"ratio coterie SQLite store / memory store: [0-9.]+x", out)
     assert re.search(r"ratio through handle alone \(as issue 18 measured it\) / d20: [0-9.]+x", out)
     assert re.search(r"plain sqlite3, the same roll's transaction alone: +[0-9.]+ µs", out)
+    allowance = re.search(
+        r"both targets at once leave the store ([0-9.]+) µs to add \(2x d20\); it adds "
+        r"(-?[0-9.]+) µs now, and sqlite3's statements alone take ([0-9.]+) µs \(([0-9.]+)x",
+        out,
+    )
+    assert allowance, out
+    allowed, _, statements, share = map(float, allowance.groups())
+    assert abs(statements / allowed - share) <= 0.01 + 0.01 * share
     assert re.search(r"python functions run per message: coterie [0-9]+ distinct", out)
     for stage in ("room settings", "parse + build request", "encode Markdown"):
         assert re.search(rf"{re.escape(stage)}.* [0-9.]+\n", out), stage
