@@ -35,6 +35,7 @@ import tempfile
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
+from types import CodeType, FrameType
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -285,6 +286,12 @@ def main() -> None:
         f" calls; d20 {peer_distinct} distinct, {peer_calls:.0f} calls"
         f" ({ours_distinct / peer_distinct:.1f}x distinct, {ours_calls / peer_calls:.1f}x calls)"
     )
+    ours_code, peer_code = bytecode(loop, app)
+    print(
+        f"their bytecode: coterie {ours_code / 1024:.1f} KiB a message, d20 {peer_code / 1024:.1f}"
+        f" KiB a roll ({ours_code / peer_code:.1f}x), read by the interpreter as data; this"
+        f" machine's first-level data cache: {first_level_data_cache()}"
+    )
     message = Message(platform="bench", room="r", user="u0", text="!roll 7 6")
     print("# where coterie's time goes (each stage alone, in a running loop, median µs per call):")
     for name, seconds in stages(app, loop, message, batch, repeats):
@@ -385,6 +392,51 @@ def breadth(
     loop.run_until_complete(answered(app, 200))  # (warm)
     peer()
     return count(lambda: loop.run_until_complete(answered(app, 200)), 200), count(peer, 200)
+
+
+def first_level_data_cache() -> str:
+    """A core's first-level data cache as Linux reports it (``32K``), else ``unknown``."""
+    for index in sorted(Path("/sys/devices/system/cpu/cpu0/cache").glob("index*")):
+        try:
+            level, kind = (index / "level").read_text().strip(), (index / "type").read_text()
+            if level == "1" and kind.strip() == "Data":
+                return (index / "size").read_text().strip().replace("K", " KiB")
+        except OSError:
+            break
+    return "unknown"
+
+
+def bytecode(loop: asyncio.AbstractEventLoop, app: Coterie) -> tuple[int, int]:
+    """Bytes of bytecode (with its inline caches) of the distinct Python functions one message
+    runs, and one ``d20.roll("7d10")``: what the interpreter reads, as data, to run them. Code
+    that large does not stay in the processor's closest cache from one message to the next."""
+    seen: dict[CodeType, None] = {}
+
+    def note(frame: FrameType, event: str, arg: object) -> None:
+        if event == "call":
+            seen[frame.f_code] = None
+
+    async def message() -> None:  # (watched from inside the loop: not the loop's own code)
+        sys.setprofile(note)
+        try:
+            await answered(app, 1)
+        finally:
+            sys.setprofile(None)
+
+    def roll() -> None:
+        sys.setprofile(note)
+        try:
+            d20.roll("7d10")
+        finally:
+            sys.setprofile(None)
+
+    def size(run: Callable[[], object]) -> int:
+        seen.clear()
+        run()
+        return sum(len(code.co_code) for code in seen)
+
+    loop.run_until_complete(answered(app, 20))  # (warm)
+    return size(lambda: loop.run_until_complete(message())), size(roll)
 
 
 def in_place(

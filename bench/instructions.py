@@ -15,7 +15,15 @@ time is not instructions: a message that runs more distinct code runs each instr
 (the caches hold less of it), so the timed ratio is the higher one
 (``core_roll.py`` prints how many Python functions each side runs).
 
-Run: .venv/bin/python bench/instructions.py [--low N] [--high N] [--warm N]   (needs valgrind)
+With ``--caches`` each side runs under valgrind's ``cachegrind`` instead, simulating the
+processor's caches and branch predictor (valgrind's own models, with this machine's cache
+sizes: a guide to how the sides differ, not the processor's real counts): first-level
+instruction and data cache misses and mispredicted branches per message, each as a ratio to
+d20's. Where those ratios exceed the instruction ratio, each of coterie's instructions costs more
+than one of d20's.
+
+Run: .venv/bin/python bench/instructions.py [--low N] [--high N] [--warm N] [--caches]
+(needs valgrind)
 """
 
 from __future__ import annotations
@@ -73,13 +81,35 @@ def work(side: str, count: int, warm: int = WARM) -> None:
 SCHEMA = "COTERIE_BENCH_SCHEMA"
 
 
-def counting(side: str, count: int, warm: int) -> subprocess.Popen[str]:
+#: valgrind's tool and options: counting instructions, or simulating caches and branches too
+TOOLS = {
+    False: ["--tool=callgrind", "--callgrind-out-file=/dev/null"],
+    True: [
+        "--tool=cachegrind",
+        "--cache-sim=yes",
+        "--branch-sim=yes",
+        "--cachegrind-out-file=/dev/null",
+    ],
+}
+
+#: what valgrind's summary says, by name (cachegrind's figures, or callgrind's one)
+EVENTS = {
+    "instructions": r"I\s+refs:\s+([0-9,]+)",
+    "I1 misses": r"I1\s+misses:\s+([0-9,]+)",
+    "D1 misses": r"D1\s+misses:\s+([0-9,]+)",
+    "branches": r"Branches:\s+([0-9,]+)",
+    "mispredicted": r"Mispredicts:\s+([0-9,]+)",
+    "conditional mispredicted": r"Mispredicts:\s+[0-9,]+\s+\(\s*([0-9,]+) cond",
+    "indirect mispredicted": r"Mispredicts:.*\+\s*([0-9,]+) ind",
+}
+
+
+def counting(side: str, count: int, warm: int, caches: bool = False) -> subprocess.Popen[str]:
     """A process running ``work(side, count, warm)`` under valgrind (started, not waited for)."""
     return subprocess.Popen(
         [
             "valgrind",
-            "--tool=callgrind",
-            "--callgrind-out-file=/dev/null",
+            *TOOLS[caches],
             sys.executable,
             __file__,
             "--work",
@@ -95,23 +125,37 @@ def counting(side: str, count: int, warm: int) -> subprocess.Popen[str]:
     )
 
 
-def counted(process: subprocess.Popen[str]) -> int:
-    """The instructions valgrind counted for a whole process."""
+def counted(process: subprocess.Popen[str], caches: bool = False) -> dict[str, int]:
+    """What valgrind counted for a whole process: its instructions, and with ``caches`` its
+    simulated cache misses and mispredicted branches (:data:`EVENTS`)."""
     _, err = process.communicate()
     assert process.returncode == 0, err[-2000:]
-    found = re.search(r"refs:\s+([0-9,]+)", err)
-    assert found, err[-2000:]
-    return int(found.group(1).replace(",", ""))
+    figures = {}
+    for name, pattern in EVENTS.items() if caches else [("instructions", r"refs:\s+([0-9,]+)")]:
+        found = re.search(pattern, err)
+        assert found, (name, err[-2000:])
+        figures[name] = int(found.group(1).replace(",", ""))
+    return figures
 
 
-def per_run(sides: list[str], low: int, high: int, warm: int) -> list[float]:
-    """Each side's instructions per repetition: its ``high`` and ``low`` runs (every process at
+def per_run(
+    sides: list[str], low: int, high: int, warm: int, caches: bool = False
+) -> list[dict[str, float]]:
+    """Each side's figures per repetition: its ``high`` and ``low`` runs (every process at
     once, together) told apart."""
     running = {
-        (side, count): counting(side, count, warm) for side in sides for count in (low, high)
+        (side, count): counting(side, count, warm, caches)
+        for side in sides
+        for count in (low, high)
     }
-    totals = {key: counted(process) for key, process in running.items()}
-    return [(totals[side, high] - totals[side, low]) / (high - low) for side in sides]
+    totals = {key: counted(process, caches) for key, process in running.items()}
+    return [
+        {
+            name: (totals[side, high][name] - totals[side, low][name]) / (high - low)
+            for name in totals[side, low]
+        }
+        for side in sides
+    ]
 
 
 def main() -> None:
@@ -119,6 +163,11 @@ def main() -> None:
     parser.add_argument("--low", type=int, default=100)
     parser.add_argument("--high", type=int, default=400)
     parser.add_argument("--warm", type=int, default=WARM, help="repetitions to warm up (300)")
+    parser.add_argument(
+        "--caches",
+        action="store_true",
+        help="simulate caches and branches too (cachegrind): misses per message",
+    )
     parser.add_argument("--work", nargs=3, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.work:
@@ -126,7 +175,8 @@ def main() -> None:
         return
     if shutil.which("valgrind") is None:
         raise SystemExit("bench/instructions.py needs valgrind (apt-get install valgrind)")
-    detail = f"callgrind, {args.high} - {args.low} repetitions after {args.warm} to warm up"
+    tool = "cachegrind, caches and branches simulated" if args.caches else "callgrind"
+    detail = f"{tool}, {args.high} - {args.low} repetitions after {args.warm} to warm up"
     print(header("instructions per message", detail))
     import tempfile
 
@@ -137,7 +187,9 @@ def main() -> None:
         loop.run_until_complete(sqlite_store(loop, folder).close())  # the file, migrated
         loop.close()
         os.environ[SCHEMA] = f"{folder}/coterie.db"
-        ours, peer, lite = per_run(["coterie", "d20", "sqlite"], args.low, args.high, args.warm)
+        sides = ["coterie", "d20", "sqlite"]
+        figures = per_run(sides, args.low, args.high, args.warm, args.caches)
+    ours, peer, lite = (side["instructions"] for side in figures)
     print(f"coterie !roll 7 6 on the memory store, with both encodings: {ours:10.0f} instructions")
     print(f"d20.roll('7d10'):                                           {peer:10.0f} instructions")
     print(f"coterie !roll 7 6 on the SQLite store (a file, WAL):       {lite:10.0f} instructions")
@@ -146,6 +198,22 @@ def main() -> None:
         f"ratio SQLite / memory store in instructions: {lite / ours:.2f}x (the process's own: "
         "the kernel's work for SQLite's system calls is not counted)"
     )
+    if args.caches:
+        print_caches(*figures)
+
+
+def print_caches(ours: dict[str, float], peer: dict[str, float], lite: dict[str, float]) -> None:
+    """The simulated figures per message, each side's, and the ratios to d20 and between the
+    stores (a ratio of 0 where d20 has none)."""
+    print("# simulated per message (valgrind's cache and branch models), and the ratios:")
+    print(f"  {'':26} {'coterie':>10} {'d20':>10} {'SQLite':>10} {'/ d20':>7} {'SQLite/mem':>10}")
+    for name in EVENTS:
+        to_peer = ours[name] / peer[name] if peer[name] > 0 else 0.0
+        to_ours = lite[name] / ours[name] if ours[name] > 0 else 0.0
+        print(
+            f"  {name:26} {ours[name]:10.0f} {peer[name]:10.0f} {lite[name]:10.0f}"
+            f" {to_peer:6.2f}x {to_ours:9.2f}x"
+        )
 
 
 if __name__ == "__main__":

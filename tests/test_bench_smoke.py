@@ -45,6 +45,14 @@ def test_core_roll_prints_the_ratio_and_the_breakdown():
     allowed, _, statements, share = map(float, allowance.groups())
     assert abs(statements / allowed - share) <= 0.01 + 0.01 * share
     assert re.search(r"python functions run per message: coterie [0-9]+ distinct", out)
+    code = re.search(
+        r"their bytecode: coterie ([0-9.]+) KiB a message, d20 ([0-9.]+) KiB a roll \(([0-9.]+)x\)"
+        r".*first-level data cache: ([0-9]+ KiB|unknown)",
+        out,
+    )
+    assert code, out
+    ours, peer, times = map(float, code.groups()[:3])
+    assert ours > peer > 0 and abs(ours / peer - times) <= 0.06
     for stage in ("room settings", "parse + build request", "encode Markdown"):
         assert re.search(rf"{re.escape(stage)}.* [0-9.]+\n", out), stage
     # in place, on each store: seven steps, each the one before plus what it adds (to rounding)
@@ -81,6 +89,32 @@ def test_instructions_counts_every_side_under_valgrind():
     assert ours and peer and ratio and lite and lite_ratio, out
     assert int(peer.group(1)) > 0 and int(ours.group(1)) > int(peer.group(1))
     assert int(lite.group(1)) > int(ours.group(1))  # the same message, and SQLite's statements
+
+
+def test_instructions_reads_cachegrinds_simulated_misses(capsys):
+    """``--caches``: cachegrind's summary read (a real one, of a tiny program), and the table of
+    each figure with its ratios."""
+    sys.path.insert(0, str(BENCH))
+    try:
+        import instructions
+    finally:
+        sys.path.remove(str(BENCH))
+    process = subprocess.Popen(
+        ["valgrind", *instructions.TOOLS[True], "/bin/true"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    figures = instructions.counted(process, caches=True)
+    assert set(figures) == set(instructions.EVENTS)
+    assert figures["instructions"] > figures["branches"] > figures["mispredicted"] > 0
+    both = figures["conditional mispredicted"] + figures["indirect mispredicted"]
+    assert figures["mispredicted"] == both
+    half = {name: value / 2 for name, value in figures.items()}
+    instructions.print_caches({**figures}, half, {**figures})
+    out = capsys.readouterr().out
+    for name in instructions.EVENTS:
+        assert re.search(rf"^  {name} +[0-9]+ +[0-9]+ +[0-9]+ +2\.00x +1\.00x$", out, re.M), out
 
 
 def test_throughput_counts_every_reply_through_each_entry_point():
