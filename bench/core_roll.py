@@ -292,6 +292,14 @@ def main() -> None:
         f" KiB a roll ({ours_code / peer_code:.1f}x), read by the interpreter as data; this"
         f" machine's first-level data cache: {first_level_data_cache()}"
     )
+    alone_peer, mixed_peer, mixed_ours = amid(loop, app, batch // 2, repeats)
+    print(
+        "# amid each other (one d20 roll, one coterie message, in turn): d20"
+        f" {mixed_peer * 1e6:.1f} µs ({mixed_peer / alone_peer:.2f}x its {alone_peer * 1e6:.1f}"
+        " alone), coterie"
+        f" {mixed_ours * 1e6:.1f} µs: {mixed_ours / alone_peer:.2f}x d20 alone,"
+        f" {mixed_ours / mixed_peer:.2f}x d20 amid it (not the target's measure)"
+    )
     message = Message(platform="bench", room="r", user="u0", text="!roll 7 6")
     print("# where coterie's time goes (each stage alone, in a running loop, median µs per call):")
     for name, seconds in stages(app, loop, message, batch, repeats):
@@ -392,6 +400,38 @@ def breadth(
     loop.run_until_complete(answered(app, 200))  # (warm)
     peer()
     return count(lambda: loop.run_until_complete(answered(app, 200)), 200), count(peer, 200)
+
+
+def amid(
+    loop: asyncio.AbstractEventLoop, app: Coterie, batch: int, repeats: int
+) -> tuple[float, float, float]:
+    """Seconds per call of d20 alone (a tight loop), then of d20 and of a coterie message when
+    each runs between calls of the other: what each costs when the other's code has had the
+    processor's caches in between, as when a dice library runs inside a bot. The target is
+    stated against d20 alone; this says how much of the gap is the tight loop's warm caches."""
+
+    async def run() -> tuple[float, float, float]:
+        alone, peer, ours = [], [], []
+        for _ in range(repeats):
+            start = time.perf_counter()
+            for _ in range(batch):
+                d20.roll("7d10")
+            alone.append((time.perf_counter() - start) / batch)
+            spent = mine = 0.0
+            for index in range(batch):
+                start = time.perf_counter()
+                d20.roll("7d10")
+                rolled = time.perf_counter()
+                reply = await app.handle(MESSAGES[index % USERS])
+                assert reply is not None and not reply.is_error, reply
+                to_plain(reply.body) + to_markdown(reply.body)
+                mine += time.perf_counter() - rolled
+                spent += rolled - start
+            peer.append(spent / batch)
+            ours.append(mine / batch)
+        return statistics.median(alone), statistics.median(peer), statistics.median(ours)
+
+    return loop.run_until_complete(run())
 
 
 def first_level_data_cache() -> str:

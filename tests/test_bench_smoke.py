@@ -53,6 +53,17 @@ def test_core_roll_prints_the_ratio_and_the_breakdown():
     assert code, out
     ours, peer, times = map(float, code.groups()[:3])
     assert ours > peer > 0 and abs(ours / peer - times) <= 0.06
+    amid = re.search(
+        r"amid each other .*: d20 ([0-9.]+) µs \(([0-9.]+)x its ([0-9.]+) alone\), coterie"
+        r" ([0-9.]+) µs: ([0-9.]+)x d20 alone, ([0-9.]+)x d20 amid it",
+        out,
+    )
+    assert amid, out
+    mixed, slower, alone, mine, to_alone, to_mixed = map(float, amid.groups())
+    assert mine > mixed > 0 and alone > 0
+    assert abs(mixed / alone - slower) <= 0.02 + 0.02 * slower  # (printed rounded)
+    assert abs(mine / alone - to_alone) <= 0.02 + 0.02 * to_alone
+    assert abs(mine / mixed - to_mixed) <= 0.02 + 0.02 * to_mixed
     for stage in ("room settings", "parse + build request", "encode Markdown"):
         assert re.search(rf"{re.escape(stage)}.* [0-9.]+\n", out), stage
     # in place, on each store: seven steps, each the one before plus what it adds (to rounding)
