@@ -28,6 +28,26 @@ def run_bench(*args: str, timeout: float = 60.0) -> str:
     return done.stdout
 
 
+def printed_ratio(
+    ratio: float, top: float, bottom: float, *, step: float, ratio_step: float
+) -> bool:
+    """Whether a ratio printed to ``ratio_step`` can be ``top / bottom`` when both were printed
+    to ``step``: the exact figures lie within half a step of the printed ones."""
+    low = (top - step / 2) / (bottom + step / 2)
+    high = (top + step / 2) / (bottom - step / 2)
+    slack = ratio_step / 2 + 1e-9
+    return low - slack <= ratio <= high + slack
+
+
+def test_printed_ratio_allows_rounding_and_nothing_more():
+    # 38.35 / 4.594 = 8.348 is printed 8.3, and 38.4 / 4.6 = 8.35: both readings agree
+    assert printed_ratio(8.3, 38.4, 4.6, step=0.1, ratio_step=0.1)
+    assert printed_ratio(8.4, 38.4, 4.6, step=0.1, ratio_step=0.1)
+    assert not printed_ratio(8.6, 38.4, 4.6, step=0.1, ratio_step=0.1)
+    assert not printed_ratio(1.30, 16.5, 13.3, step=0.1, ratio_step=0.01)
+    assert printed_ratio(1.25, 16.5, 13.3, step=0.1, ratio_step=0.01)
+
+
 def test_core_roll_prints_the_ratio_and_the_breakdown():
     out = run_bench(str(BENCH / "core_roll.py"), "--quick")
     assert re.search(
@@ -43,7 +63,7 @@ def test_core_roll_prints_the_ratio_and_the_breakdown():
     )
     assert allowance, out
     allowed, _, statements, share = map(float, allowance.groups())
-    assert abs(statements / allowed - share) <= 0.01 + 0.01 * share
+    assert printed_ratio(share, statements, allowed, step=0.1, ratio_step=0.01)
     assert re.search(r"python functions run per message: coterie [0-9]+ distinct", out)
     code = re.search(
         r"their bytecode: coterie ([0-9.]+) KiB a message, d20 ([0-9.]+) KiB a roll \(([0-9.]+)x\)"
@@ -52,7 +72,7 @@ def test_core_roll_prints_the_ratio_and_the_breakdown():
     )
     assert code, out
     ours, peer, times = map(float, code.groups()[:3])
-    assert ours > peer > 0 and abs(ours / peer - times) <= 0.06
+    assert ours > peer > 0 and printed_ratio(times, ours, peer, step=0.1, ratio_step=0.1)
     amid = re.search(
         r"amid each other .*: d20 ([0-9.]+) µs \(([0-9.]+)x its ([0-9.]+) alone\), coterie"
         r" ([0-9.]+) µs: ([0-9.]+)x d20 alone, ([0-9.]+)x d20 amid it",
@@ -61,9 +81,9 @@ def test_core_roll_prints_the_ratio_and_the_breakdown():
     assert amid, out
     mixed, slower, alone, mine, to_alone, to_mixed = map(float, amid.groups())
     assert mine > mixed > 0 and alone > 0
-    assert abs(mixed / alone - slower) <= 0.02 + 0.02 * slower  # (printed rounded)
-    assert abs(mine / alone - to_alone) <= 0.02 + 0.02 * to_alone
-    assert abs(mine / mixed - to_mixed) <= 0.02 + 0.02 * to_mixed
+    assert printed_ratio(slower, mixed, alone, step=0.1, ratio_step=0.01)
+    assert printed_ratio(to_alone, mine, alone, step=0.1, ratio_step=0.01)
+    assert printed_ratio(to_mixed, mine, mixed, step=0.1, ratio_step=0.01)
     for stage in ("room settings", "parse + build request", "encode Markdown"):
         assert re.search(rf"{re.escape(stage)}.* [0-9.]+\n", out), stage
     # in place, on each store: seven steps, each the one before plus what it adds (to rounding)
@@ -75,7 +95,8 @@ def test_core_roll_prints_the_ratio_and_the_breakdown():
         added = [float(step[store + 1]) for step in steps]
         assert whole[0] == added[0]
         for before, after, more in zip(whole, whole[1:], added[1:], strict=False):
-            assert abs(before + more - after) <= 0.11, (store, before, more, after)
+            # three figures printed to 0.1, each within 0.05 of its exact value
+            assert abs(before + more - after) <= 0.15 + 1e-9, (store, before, more, after)
 
 
 def test_core_roll_in_several_processes_reports_the_median_and_each_ratio():
@@ -156,7 +177,8 @@ def test_throughput_rounds_take_turns_and_report_each_ratio():
         )
         assert found, out
         median, first, second = map(float, found.groups())
-        assert abs(median - (first + second) / 2) <= 0.011, out
+        # three figures printed to 0.01, each within 0.005 of its exact value
+        assert abs(median - (first + second) / 2) <= 0.015 + 1e-9, out
     assert "# coterie lost or duplicated replies: 0" in out
 
 
