@@ -22,8 +22,14 @@ instruction and data cache misses and mispredicted branches per message, each as
 d20's. Where those ratios exceed the instruction ratio, each of coterie's instructions costs more
 than one of d20's.
 
-Run: .venv/bin/python bench/instructions.py [--low N] [--high N] [--warm N] [--caches]
-(needs valgrind)
+With ``--syscalls`` each side runs under ``strace -f -c`` instead, counting the system calls a
+message makes, by kind: the kernel's work the instruction counts leave out. Beside them the
+benchmark times, on this machine, what one of the SQLite store's calls costs (a one-byte lock and
+its unlock on the WAL's shared-memory file, a WAL frame's two writes), and prints what the SQLite
+store's extra calls take a message at those prices.
+
+Run: .venv/bin/python bench/instructions.py [--low N] [--high N] [--warm N] [--caches | --syscalls]
+(needs valgrind; ``--syscalls`` needs strace instead)
 """
 
 from __future__ import annotations
@@ -35,6 +41,8 @@ import re
 import shutil
 import subprocess
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -81,16 +89,22 @@ def work(side: str, count: int, warm: int = WARM) -> None:
 SCHEMA = "COTERIE_BENCH_SCHEMA"
 
 
-#: valgrind's tool and options: counting instructions, or simulating caches and branches too
+#: what each side runs under: valgrind counting instructions, valgrind simulating caches and
+#: branches too, or strace counting system calls (its table goes to the process's stderr)
 TOOLS = {
-    False: ["--tool=callgrind", "--callgrind-out-file=/dev/null"],
-    True: [
+    "instructions": ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null"],
+    "caches": [
+        "valgrind",
         "--tool=cachegrind",
         "--cache-sim=yes",
         "--branch-sim=yes",
         "--cachegrind-out-file=/dev/null",
     ],
+    "syscalls": ["strace", "-f", "-c"],
 }
+
+#: a row of ``strace -c``'s table: % time, seconds, usecs/call, calls, [errors,] the call's name
+STRACE_ROW = re.compile(r"^\s*[0-9.]+\s+[0-9.]+\s+[0-9]+\s+([0-9]+)\s+(?:[0-9]+\s+)?([a-z_0-9]+)$")
 
 #: what valgrind's summary says, by name (cachegrind's figures, or callgrind's one)
 EVENTS = {
@@ -104,12 +118,12 @@ EVENTS = {
 }
 
 
-def counting(side: str, count: int, warm: int, caches: bool = False) -> subprocess.Popen[str]:
-    """A process running ``work(side, count, warm)`` under valgrind (started, not waited for)."""
+def counting(side: str, count: int, warm: int, mode: str = "instructions") -> subprocess.Popen[str]:
+    """A process running ``work(side, count, warm)`` under ``mode``'s tool (:data:`TOOLS`;
+    started, not waited for)."""
     return subprocess.Popen(
         [
-            "valgrind",
-            *TOOLS[caches],
+            *TOOLS[mode],
             sys.executable,
             __file__,
             "--work",
@@ -125,12 +139,22 @@ def counting(side: str, count: int, warm: int, caches: bool = False) -> subproce
     )
 
 
-def counted(process: subprocess.Popen[str], caches: bool = False) -> dict[str, int]:
-    """What valgrind counted for a whole process: its instructions, and with ``caches`` its
-    simulated cache misses and mispredicted branches (:data:`EVENTS`)."""
+def counted(process: subprocess.Popen[str], mode: str = "instructions") -> dict[str, int]:
+    """What the tool counted for a whole process: its instructions; in ``caches`` mode also its
+    simulated cache misses and mispredicted branches (:data:`EVENTS`); in ``syscalls`` mode its
+    system calls by name."""
     _, err = process.communicate()
     assert process.returncode == 0, err[-2000:]
+    if mode == "syscalls":
+        calls = {}
+        for line in err.splitlines():
+            row = STRACE_ROW.match(line)
+            if row and row.group(2) != "total":
+                calls[row.group(2)] = int(row.group(1))
+        assert calls, err[-2000:]
+        return calls
     figures = {}
+    caches = mode == "caches"
     for name, pattern in EVENTS.items() if caches else [("instructions", r"refs:\s+([0-9,]+)")]:
         found = re.search(pattern, err)
         assert found, (name, err[-2000:])
@@ -139,20 +163,18 @@ def counted(process: subprocess.Popen[str], caches: bool = False) -> dict[str, i
 
 
 def per_run(
-    sides: list[str], low: int, high: int, warm: int, caches: bool = False
+    sides: list[str], low: int, high: int, warm: int, mode: str = "instructions"
 ) -> list[dict[str, float]]:
     """Each side's figures per repetition: its ``high`` and ``low`` runs (every process at
-    once, together) told apart."""
+    once, together) told apart (a figure one of the two runs lacks counts 0 there)."""
     running = {
-        (side, count): counting(side, count, warm, caches)
-        for side in sides
-        for count in (low, high)
+        (side, count): counting(side, count, warm, mode) for side in sides for count in (low, high)
     }
-    totals = {key: counted(process, caches) for key, process in running.items()}
+    totals = {key: counted(process, mode) for key, process in running.items()}
     return [
         {
-            name: (totals[side, high][name] - totals[side, low][name]) / (high - low)
-            for name in totals[side, low]
+            name: (totals[side, high].get(name, 0) - totals[side, low].get(name, 0)) / (high - low)
+            for name in sorted({*totals[side, low], *totals[side, high]})
         }
         for side in sides
     ]
@@ -163,21 +185,34 @@ def main() -> None:
     parser.add_argument("--low", type=int, default=100)
     parser.add_argument("--high", type=int, default=400)
     parser.add_argument("--warm", type=int, default=WARM, help="repetitions to warm up (300)")
-    parser.add_argument(
+    modes = parser.add_mutually_exclusive_group()
+    modes.add_argument(
         "--caches",
         action="store_true",
         help="simulate caches and branches too (cachegrind): misses per message",
+    )
+    modes.add_argument(
+        "--syscalls",
+        action="store_true",
+        help="count system calls instead (strace): calls per message, and their price here",
     )
     parser.add_argument("--work", nargs=3, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.work:
         work(args.work[0], int(args.work[1]), int(args.work[2]))
         return
-    if shutil.which("valgrind") is None:
-        raise SystemExit("bench/instructions.py needs valgrind (apt-get install valgrind)")
-    tool = "cachegrind, caches and branches simulated" if args.caches else "callgrind"
+    mode = "caches" if args.caches else "syscalls" if args.syscalls else "instructions"
+    program = TOOLS[mode][0]
+    if shutil.which(program) is None:
+        raise SystemExit(f"bench/instructions.py needs {program} (apt-get install {program})")
+    tool = {
+        "instructions": "callgrind",
+        "caches": "cachegrind, caches and branches simulated",
+        "syscalls": "strace -f -c",
+    }[mode]
     detail = f"{tool}, {args.high} - {args.low} repetitions after {args.warm} to warm up"
-    print(header("instructions per message", detail))
+    title = "system calls per message" if args.syscalls else "instructions per message"
+    print(header(title, detail))
     import tempfile
 
     from core_roll import sqlite_store
@@ -188,7 +223,11 @@ def main() -> None:
         loop.close()
         os.environ[SCHEMA] = f"{folder}/coterie.db"
         sides = ["coterie", "d20", "sqlite"]
-        figures = per_run(sides, args.low, args.high, args.warm, args.caches)
+        figures = per_run(sides, args.low, args.high, args.warm, mode)
+    if args.syscalls:
+        print_syscalls(*figures)
+        print_prices(figures[0], figures[2], call_prices())
+        return
     ours, peer, lite = (side["instructions"] for side in figures)
     print(f"coterie !roll 7 6 on the memory store, with both encodings: {ours:10.0f} instructions")
     print(f"d20.roll('7d10'):                                           {peer:10.0f} instructions")
@@ -214,6 +253,96 @@ def print_caches(ours: dict[str, float], peer: dict[str, float], lite: dict[str,
             f"  {name:26} {ours[name]:10.0f} {peer[name]:10.0f} {lite[name]:10.0f}"
             f" {to_peer:6.2f}x {to_ours:9.2f}x"
         )
+
+
+#: system calls a side must make at least this often a message to get a line of its own
+SHOWN = 0.05
+
+
+def print_syscalls(ours: dict[str, float], peer: dict[str, float], lite: dict[str, float]) -> None:
+    """System calls per message, by name, each side's, and what the SQLite store adds."""
+    print("# system calls per message (strace -f -c: the process and its threads), by name:")
+    print(f"  {'':16} {'coterie':>8} {'d20':>8} {'SQLite':>8} {'SQLite - memory':>16}")
+    names = sorted({*ours, *peer, *lite}, key=lambda name: -lite.get(name, 0.0))
+    for name in names:
+        # (rounded first: the difference is that of the printed figures, and no "-0.00")
+        figures = [round(side.get(name, 0.0), 2) + 0.0 for side in (ours, peer, lite)]
+        if max(figures) >= SHOWN:
+            print(
+                f"  {name:16} {figures[0]:8.2f} {figures[1]:8.2f} {figures[2]:8.2f}"
+                f" {figures[2] - figures[0]:+16.2f}"
+            )
+    totals = [sum(side.values()) for side in (ours, peer, lite)]
+    print(
+        f"  {'all':16} {totals[0]:8.2f} {totals[1]:8.2f} {totals[2]:8.2f}"
+        f" {totals[2] - totals[0]:+16.2f}"
+    )
+
+
+def per_call(call: Callable[[int], object], count: int = 50_000) -> float:
+    """Microseconds one ``call(i)`` takes, timed from Python (the best of three loops)."""
+    best = float("inf")
+    for _ in range(3):
+        started = time.perf_counter()
+        for i in range(count):
+            call(i)
+        best = min(best, time.perf_counter() - started)
+    return best / count * 1e6
+
+
+def call_prices() -> dict[str, float]:
+    """What one system call of the kinds SQLite's store makes costs on this machine, in µs: a
+    lock or an unlock of one byte (``fcntl``, as SQLite takes the WAL index's locks), one of
+    a WAL frame's two writes (``pwrite64``: its 24-byte header, then a 4,096-byte page, into a
+    file of the same folder), and ``getpid`` (the cheapest call there is)."""
+    import fcntl
+    import struct
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="coterie-bench-") as folder:
+        fd = os.open(f"{folder}/calls", os.O_RDWR | os.O_CREAT)
+        try:
+            os.pwrite(fd, bytes(64 * 4120), 0)
+            byte = 120  # (an offset as SQLite's locks on the index file use)
+            lock = struct.pack("hhqqi", fcntl.F_WRLCK, os.SEEK_SET, byte, 1, 0)
+            unlock = struct.pack("hhqqi", fcntl.F_UNLCK, os.SEEK_SET, byte, 1, 0)
+
+            def locked(_: int) -> None:
+                fcntl.fcntl(fd, fcntl.F_SETLK, lock)
+                fcntl.fcntl(fd, fcntl.F_SETLK, unlock)
+
+            header, page = bytes(24), bytes(4096)
+
+            def frame(i: int) -> None:
+                at = 32 + i % 64 * 4120
+                os.pwrite(fd, header, at)
+                os.pwrite(fd, page, at + 24)
+
+            return {
+                "fcntl": per_call(locked) / 2,
+                "pwrite64": per_call(frame) / 2,
+                "getpid": per_call(lambda _: os.getpid()),
+            }
+        finally:
+            os.close(fd)
+
+
+def print_prices(ours: dict[str, float], lite: dict[str, float], prices: dict[str, float]) -> None:
+    """What one call costs here, and the SQLite store's extra calls at those prices (the calls
+    not timed priced as ``getpid``, the cheapest: a floor)."""
+    print(
+        f"# one call here, timed from Python: fcntl (a one-byte lock or unlock) "
+        f"{prices['fcntl']:.2f} µs, pwrite64 (a WAL frame is two) {prices['pwrite64']:.2f} µs, "
+        f"getpid {prices['getpid']:.2f} µs"
+    )
+    extra = {name: lite.get(name, 0.0) - ours.get(name, 0.0) for name in {*ours, *lite}}
+    priced = {name: extra.get(name, 0.0) * price for name, price in prices.items()}
+    rest = sum(calls for name, calls in extra.items() if name not in prices) * prices["getpid"]
+    parts = ", ".join(f"{name} {micros:.1f}" for name, micros in priced.items())
+    print(
+        f"# the SQLite store's extra calls at those prices: {sum(priced.values()) + rest:.1f} µs "
+        f"a message ({parts}, the rest {rest:.1f} at getpid's)"
+    )
 
 
 if __name__ == "__main__":

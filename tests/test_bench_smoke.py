@@ -123,6 +123,44 @@ def test_instructions_counts_every_side_under_valgrind():
     assert int(lite.group(1)) > int(ours.group(1))  # the same message, and SQLite's statements
 
 
+def test_instructions_counts_system_calls_by_name_and_prices_the_sqlite_stores():
+    out = run_bench(
+        str(BENCH / "instructions.py"),
+        *("--syscalls", "--warm", "20", "--low", "20", "--high", "120"),
+        timeout=120,
+    )
+    rows = {
+        name: [float(figure) for figure in figures]
+        for name, *figures in re.findall(
+            r"^  ([a-z_0-9]+) +([0-9.]+) +([0-9.]+) +([0-9.]+) +([+-][0-9.]+)$", out, re.M
+        )
+    }
+    assert "all" in rows and "fcntl" in rows and "pwrite64" in rows, out
+    for name, (ours, _, lite, extra) in rows.items():  # three figures printed to 0.01
+        assert abs(extra - (lite - ours)) <= 0.015 + 1e-9, (name, out)
+    # every SQLite commit takes the WAL index's locks and writes frames; d20 makes no calls
+    assert rows["fcntl"][2] >= 1 and rows["pwrite64"][2] >= 1, out
+    assert rows["fcntl"][0] == 0 and rows["all"][1] == 0, out
+    assert rows["all"][2] > rows["all"][0] > 0, out
+    prices = re.search(
+        r"fcntl \(a one-byte lock or unlock\) ([0-9.]+) µs, pwrite64 \(a WAL frame is two\) "
+        r"([0-9.]+) µs, getpid ([0-9.]+) µs",
+        out,
+    )
+    assert prices and all(float(price) > 0 for price in prices.groups()), out
+    total = re.search(
+        r"extra calls at those prices: ([0-9.]+) µs a message \(fcntl ([0-9.]+), pwrite64 "
+        r"([0-9.]+), getpid ([0-9.]+), the rest ([0-9.]+) at getpid's\)",
+        out,
+    )
+    assert total, out
+    parts = [float(part) for part in total.groups()[1:]]
+    assert abs(float(total.group(1)) - sum(parts)) <= 0.05 * (1 + len(parts)) + 1e-9, out
+    # the fcntl part is the extra locks at the lock's price (each printed to 0.01, it to 0.1)
+    extra, price = rows["fcntl"][3], float(prices.group(1))
+    assert abs(parts[0] - extra * price) <= 0.05 + 0.015 * price + 0.005 * extra + 1e-4, out
+
+
 def test_instructions_reads_cachegrinds_simulated_misses(capsys):
     """``--caches``: cachegrind's summary read (a real one, of a tiny program), and the table of
     each figure with its ratios."""
@@ -132,12 +170,12 @@ def test_instructions_reads_cachegrinds_simulated_misses(capsys):
     finally:
         sys.path.remove(str(BENCH))
     process = subprocess.Popen(
-        ["valgrind", *instructions.TOOLS[True], "/bin/true"],
+        [*instructions.TOOLS["caches"], "/bin/true"],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
     )
-    figures = instructions.counted(process, caches=True)
+    figures = instructions.counted(process, "caches")
     assert set(figures) == set(instructions.EVENTS)
     assert figures["instructions"] > figures["branches"] > figures["mispredicted"] > 0
     both = figures["conditional mispredicted"] + figures["indirect mispredicted"]
