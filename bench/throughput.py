@@ -60,6 +60,7 @@ from common import BENCH_RATE, cpu_seconds, header, median, percentile  # noqa: 
 
 import slack_fake  # noqa: E402
 import telegram_fake  # noqa: E402
+from coterie.framework.configbase import DATABASE_URL_ENV  # noqa: E402
 
 LOOPBACK = "127.0.0.1"
 PYTHON = sys.executable
@@ -278,10 +279,14 @@ def coterie_config(tmp: Path, adapters: dict[str, dict[str, Any]], *, memory: bo
 
 
 def spawn(args: Sequence[str], env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
+    # the variable that would override a config's store is not passed on: a server here keeps
+    # its state where the benchmark's config says, whatever the shell (or the test suite, which
+    # sets ``memory://``) exports
+    inherited = {name: value for name, value in os.environ.items() if name != DATABASE_URL_ENV}
     with log.open("ab") as out:
         return subprocess.Popen(
             list(args),
-            env={**os.environ, **env},
+            env={**inherited, **env},
             stdin=subprocess.DEVNULL,
             stdout=out,
             stderr=out,
