@@ -201,6 +201,25 @@ def test_throughput_counts_every_reply_through_each_entry_point():
     assert "# coterie lost or duplicated replies: 0" in out
 
 
+def test_sqlite_statements_times_the_servers_statements_and_reads_the_wal():
+    out = run_bench(str(BENCH / "sqlite_statements.py"), "--quick", timeout=120)
+    assert re.search(r"^slack coterie .* lost 0  dup 0$", out, re.M), out
+    answered = re.search(r"statements in the server \(([0-9]+) commands answered\)", out)
+    assert answered and int(answered.group(1)) > 20, out
+    each = {
+        name.strip(): float(count)
+        for name, count in re.findall(r"^  (\S.{43}) +([0-9.]+) +[0-9.]+µs", out, re.M)
+    }
+    # every command is a `!roll`: one roll logged, one kv write (its claim and answer record)
+    assert 0.95 <= each["INSERT INTO rolls"] <= 1.05, out
+    assert 0.95 <= each["INSERT INTO kv"] <= 1.05, out
+    assert 0 < each["COMMIT"] <= 1.0, out  # commits shared by the commands that waited together
+    frames = dict(re.findall(r"^  (\S[^\n]*?) +([0-9]+\.[0-9]+)$", out, re.M))
+    assert {"kv (leaf)", "rolls (leaf)", "all"} <= set(frames), out
+    parts = [float(figure) for name, figure in frames.items() if name != "all"]
+    assert abs(sum(parts) - float(frames["all"])) <= 0.005 * (len(parts) + 1) + 1e-9, out
+
+
 def test_throughput_rounds_take_turns_and_report_each_ratio():
     args = ["--count", "10", "--concurrency", "2", "--seconds", "10", "--warmup", "2"]
     out = run_bench(str(BENCH / "throughput.py"), *args, "--adapters", "slack", "--rounds", "2")
