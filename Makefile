@@ -80,10 +80,12 @@ bench: $(STAMP) peers
 	$(BIN)/pip install --quiet -e ".[bench]"
 	$(BIN)/python bench/core_roll.py --processes 5
 	$(BIN)/python bench/instructions.py
+	$(BIN)/python bench/instructions.py --syscalls
 	$(BIN)/python bench/startup.py
 	$(BIN)/python bench/pg_round_trips.py
 	$(BIN)/python bench/log_line.py
 	$(BIN)/python bench/throughput.py --rounds 3
+	$(BIN)/python bench/sqlite_statements.py
 	$(BIN)/python bench/memory.py
 	$(BIN)/python bench/odds.py
 	$(BIN)/python bench/matrix_latency.py
