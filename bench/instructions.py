@@ -294,7 +294,8 @@ def call_prices() -> dict[str, float]:
     """What one system call of the kinds SQLite's store makes costs on this machine, in µs: a
     lock or an unlock of one byte (``fcntl``, as SQLite takes the WAL index's locks), one of
     a WAL frame's two writes (``pwrite64``: its 24-byte header, then a 4,096-byte page, into a
-    file of the same folder), and ``getpid`` (the cheapest call there is)."""
+    file in a temporary folder, where the SQLite side's database is too), and ``getpid`` (the
+    cheapest call there is)."""
     import fcntl
     import struct
     import tempfile
@@ -303,7 +304,7 @@ def call_prices() -> dict[str, float]:
         fd = os.open(f"{folder}/calls", os.O_RDWR | os.O_CREAT)
         try:
             os.pwrite(fd, bytes(64 * 4120), 0)
-            byte = 120  # (an offset as SQLite's locks on the index file use)
+            byte = 120  # (where SQLite's locks on the WAL index file begin)
             lock = struct.pack("hhqqi", fcntl.F_WRLCK, os.SEEK_SET, byte, 1, 0)
             unlock = struct.pack("hhqqi", fcntl.F_UNLCK, os.SEEK_SET, byte, 1, 0)
 
@@ -311,11 +312,11 @@ def call_prices() -> dict[str, float]:
                 fcntl.fcntl(fd, fcntl.F_SETLK, lock)
                 fcntl.fcntl(fd, fcntl.F_SETLK, unlock)
 
-            header, page = bytes(24), bytes(4096)
+            frame_header, page = bytes(24), bytes(4096)
 
             def frame(i: int) -> None:
                 at = 32 + i % 64 * 4120
-                os.pwrite(fd, header, at)
+                os.pwrite(fd, frame_header, at)
                 os.pwrite(fd, page, at + 24)
 
             return {
