@@ -107,6 +107,7 @@ def load(out: Path) -> dict[str, list[tuple[float, float]]]:
 
 
 def print_statements(timings: dict[str, list[tuple[float, float]]], commands: int) -> None:
+    """Each kind of statement a command, the most time first (start-up's few left out)."""
     print(
         f"# the store's statements in the server ({commands} commands answered), on the event "
         "loop's thread unless named:"
@@ -135,6 +136,7 @@ def print_statements(timings: dict[str, list[tuple[float, float]]], commands: in
 
 
 def print_frames(copy: Path, commits_a_command: float) -> None:
+    """The frames a commit wrote into the WAL copied to ``copy``, by b-tree."""
     wal = copy / "coterie.db-wal"
     if not wal.exists():
         print("# no WAL was copied (no checkpoint and no close was seen)")
