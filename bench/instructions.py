@@ -41,7 +41,6 @@ import re
 import shutil
 import subprocess
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -279,17 +278,6 @@ def print_syscalls(ours: dict[str, float], peer: dict[str, float], lite: dict[st
     )
 
 
-def per_call(call: Callable[[int], object], count: int = 50_000) -> float:
-    """Microseconds one ``call(i)`` takes, timed from Python (the best of three loops)."""
-    best = float("inf")
-    for _ in range(3):
-        started = time.perf_counter()
-        for i in range(count):
-            call(i)
-        best = min(best, time.perf_counter() - started)
-    return best / count * 1e6
-
-
 def call_prices() -> dict[str, float]:
     """What one system call of the kinds SQLite's store makes costs on this machine, in µs: a
     lock or an unlock of one byte (``fcntl``, as SQLite takes the WAL index's locks), one of
@@ -297,8 +285,14 @@ def call_prices() -> dict[str, float]:
     file in a temporary folder, where the SQLite side's database is too), and ``getpid`` (the
     cheapest call there is)."""
     import fcntl
+    import itertools
     import struct
     import tempfile
+
+    from core_roll import per_call
+
+    def micros(call: Callable[[], object]) -> float:
+        return per_call(call, 50_000, 3) * 1e6
 
     with tempfile.TemporaryDirectory(prefix="coterie-bench-") as folder:
         fd = os.open(f"{folder}/calls", os.O_RDWR | os.O_CREAT)
@@ -308,21 +302,22 @@ def call_prices() -> dict[str, float]:
             lock = struct.pack("hhqqi", fcntl.F_WRLCK, os.SEEK_SET, byte, 1, 0)
             unlock = struct.pack("hhqqi", fcntl.F_UNLCK, os.SEEK_SET, byte, 1, 0)
 
-            def locked(_: int) -> None:
+            def locked() -> None:
                 fcntl.fcntl(fd, fcntl.F_SETLK, lock)
                 fcntl.fcntl(fd, fcntl.F_SETLK, unlock)
 
             frame_header, page = bytes(24), bytes(4096)
+            frames = itertools.count()
 
-            def frame(i: int) -> None:
-                at = 32 + i % 64 * 4120
+            def frame() -> None:
+                at = 32 + next(frames) % 64 * 4120
                 os.pwrite(fd, frame_header, at)
                 os.pwrite(fd, page, at + 24)
 
             return {
-                "fcntl": per_call(locked) / 2,
-                "pwrite64": per_call(frame) / 2,
-                "getpid": per_call(lambda _: os.getpid()),
+                "fcntl": micros(locked) / 2,
+                "pwrite64": micros(frame) / 2,
+                "getpid": micros(os.getpid),
             }
         finally:
             os.close(fd)

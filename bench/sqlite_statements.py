@@ -54,11 +54,11 @@ FRAME_HEADER = 24
 @dataclass
 class Frames:
     """The committed frames at the start of a WAL file: each frame's page number, and how many
-    frames each commit wrote."""
+    commits wrote them."""
 
     page_size: int
     pages: list[int]
-    commits: list[int]
+    commits: int
 
 
 def read_wal(path: Path) -> Frames:
@@ -66,22 +66,20 @@ def read_wal(path: Path) -> Frames:
     past them are left from before the WAL started again), up to the last commit's frame."""
     data = path.read_bytes()
     if len(data) < WAL_HEADER:
-        return Frames(0, [], [])
+        return Frames(0, [], 0)
     page_size = struct.unpack(">I", data[8:12])[0]
     salts = data[16:24]
     pages: list[int] = []
-    commits: list[int] = []
-    committed, since = 0, 0
+    commits = committed = 0
     at = WAL_HEADER
     while at + FRAME_HEADER + page_size <= len(data):
         page, size_after = struct.unpack(">II", data[at : at + 8])
         if data[at + 8 : at + 16] != salts:
             break
         pages.append(page)
-        since += 1
         if size_after:  # a commit's last frame
-            commits.append(since)
-            committed, since = len(pages), 0
+            commits += 1
+            committed = len(pages)
         at += FRAME_HEADER + page_size
     return Frames(page_size, pages[:committed], commits)
 
@@ -146,7 +144,7 @@ def print_frames(copy: Path, commits_a_command: float) -> None:
         print("# the WAL copied held no commit")
         return
     where = owners(copy / "coterie.db")
-    count = len(frames.commits)
+    count = frames.commits
     per = Counter(where.get(page, "(a page no b-tree holds now)") for page in frames.pages)
     held = f"; {1 / commits_a_command:.1f} commands a commit" if commits_a_command else ""
     print(
