@@ -333,7 +333,9 @@ def print_prices(ours: dict[str, float], lite: dict[str, float], prices: dict[st
     )
     extra = {name: lite.get(name, 0.0) - ours.get(name, 0.0) for name in {*ours, *lite}}
     priced = {name: extra.get(name, 0.0) * price for name, price in prices.items()}
+    # (the memory store may make a few more of the calls not priced: the rest can be negative)
     rest = sum(calls for name, calls in extra.items() if name not in prices) * prices["getpid"]
+    rest = round(rest, 1) + 0.0  # (no "-0.0")
     parts = ", ".join(f"{name} {micros:.1f}" for name, micros in priced.items())
     print(
         f"# the SQLite store's extra calls at those prices: {sum(priced.values()) + rest:.1f} µs "

@@ -150,7 +150,7 @@ def test_instructions_counts_system_calls_by_name_and_prices_the_sqlite_stores()
     assert prices and all(float(price) > 0 for price in prices.groups()), out
     total = re.search(
         r"extra calls at those prices: ([0-9.]+) µs a message \(fcntl ([0-9.]+), pwrite64 "
-        r"([0-9.]+), getpid ([0-9.]+), the rest ([0-9.]+) at getpid's\)",
+        r"([0-9.]+), getpid ([0-9.]+), the rest (-?[0-9.]+) at getpid's\)",
         out,
     )
     assert total, out
