@@ -24,7 +24,9 @@ in SQLite (the default store) in a temporary directory, and runs a second time w
 in-process store (``memory://``) to show what the store costs (``--sqlite-only`` skips that); it
 logs its INFO chat lines to a file. With ``--rounds N`` every side runs N times, the sides taking
 turns, each round on a fresh database; a ratio is then the median of the rounds' ratios (this
-machine's speed drifts by a third over minutes: one round's ratio says little).
+machine's speed drifts by a third over minutes: one round's ratio says little). Their order
+rotates by one place a round (coterie, memory, peer; then memory, peer, coterie; ...), so that no
+side always runs first; each round's lines are printed in the first order all the same.
 
 Run: make bench   (or .venv/bin/python bench/throughput.py [--count N] [--seconds S] [--rounds N]
 [--quick])
@@ -614,9 +616,10 @@ RUNS: dict[str, Callable[[str, Path, argparse.Namespace], Awaitable[Result]]] = 
 
 async def run_all(args: argparse.Namespace) -> list[list[list[Result]]]:
     """Per adapter, per round: coterie (SQLite), coterie (memory store) unless
-    ``--sqlite-only``, peer. Rounds take turns (every side of round 1, then of round 2...), each in
-    a directory of its own (a fresh database), so a machine whose speed drifts over minutes slows
-    every side alike."""
+    ``--sqlite-only``, peer, in that order in the result. Rounds take turns (every side of round 1,
+    then of round 2...), each in a directory of its own (a fresh database), so a machine whose
+    speed drifts over minutes slows every side alike; within a round the sides run in
+    :func:`turn_order`."""
     adapters = []
     with tempfile.TemporaryDirectory(prefix="coterie-bench-") as name:
         for adapter in args.adapters:
@@ -626,9 +629,20 @@ async def run_all(args: argparse.Namespace) -> list[list[list[Result]]]:
             for number in range(args.rounds):
                 tmp = Path(name) / f"{adapter}-{number}"
                 tmp.mkdir()
-                rounds.append([await RUNS[adapter](kind, tmp, args) for kind in kinds])
+                row: dict[str, Result] = {}
+                for kind in turn_order(kinds, number):
+                    row[kind] = await RUNS[adapter](kind, tmp, args)
+                rounds.append([row[kind] for kind in kinds])
             adapters.append(rounds)
     return adapters
+
+
+def turn_order(kinds: Sequence[str], number: int) -> list[str]:
+    """The order the sides run in round ``number`` (from 0): the list rotated by one place a
+    round, so that over as many rounds as there are sides each runs once in every place (no
+    side is always the first after a fresh start, or always the one after coterie's)."""
+    shift = number % len(kinds) if kinds else 0
+    return [*kinds[shift:], *kinds[:shift]]
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -677,8 +691,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         header(
             "throughput benchmark",
             f"closed loop, {args.concurrency} in flight, at most {args.count} commands or "
-            f"{args.seconds:g} s per run, {args.rounds} round(s) taking turns; coterie state in "
-            "SQLite",
+            f"{args.seconds:g} s per run, {args.rounds} round(s) taking turns, their order "
+            "rotating; coterie state in SQLite",
         )
     )
     bad = 0

@@ -4,6 +4,7 @@ and (throughput, memory) loses and duplicates no reply. The figures themselves a
 
 from __future__ import annotations
 
+import asyncio
 import re
 import subprocess
 import sys
@@ -305,3 +306,35 @@ def test_throughput_names_the_runs_whose_server_was_not_the_bottleneck():
     ]
     assert runs[0].busy == pytest.approx(0.98)
     assert throughput.unsaturated(runs) == ["slack peer #1", "slack coterie #2"]
+
+
+def test_throughput_rotates_the_sides_order_and_reports_them_in_the_first():
+    sys.path.insert(0, str(BENCH))
+    try:
+        import throughput
+    finally:
+        sys.path.remove(str(BENCH))
+    kinds = ["coterie", "coterie memory", "peer"]
+    orders = [throughput.turn_order(kinds, number) for number in range(4)]
+    assert orders == [kinds, kinds[1:] + kinds[:1], kinds[2:] + kinds[:2], kinds]
+    # over three rounds every side takes every place once
+    for place in range(3):
+        assert sorted(order[place] for order in orders[:3]) == sorted(kinds)
+
+    ran: list[str] = []
+
+    async def fake_run(kind: str, tmp: Path, args: object) -> object:
+        ran.append(kind)
+        return throughput.Result(f"slack {kind}")
+
+    args = throughput.parse_args(["--adapters", "slack", "--rounds", "3"])
+    saved = throughput.RUNS["slack"]
+    throughput.RUNS["slack"] = fake_run
+    try:
+        [rounds] = asyncio.run(throughput.run_all(args))
+    finally:
+        throughput.RUNS["slack"] = saved
+    assert ran == [kind for order in orders[:3] for kind in order]
+    assert [[result.name for result in row] for row in rounds] == [
+        [f"slack {kind}" for kind in kinds]
+    ] * 3
