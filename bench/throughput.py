@@ -640,7 +640,7 @@ async def run_all(args: argparse.Namespace) -> list[list[list[Result]]]:
 def turn_order(kinds: Sequence[str], number: int) -> list[str]:
     """The order the sides run in round ``number`` (from 0): the list rotated by one place a
     round, so that over as many rounds as there are sides each runs once in every place (no
-    side is always the first after a fresh start, or always the one after coterie's)."""
+    side always runs first in its round, or always right after another)."""
     shift = number % len(kinds) if kinds else 0
     return [*kinds[shift:], *kinds[:shift]]
 
