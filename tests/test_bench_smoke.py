@@ -5,10 +5,12 @@ and (throughput, memory) loses and duplicates no reply. The figures themselves a
 from __future__ import annotations
 
 import asyncio
+import importlib
 import re
 import subprocess
 import sys
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -27,6 +29,15 @@ def run_bench(*args: str, timeout: float = 60.0) -> str:
     )
     assert done.returncode == 0, done.stdout + done.stderr
     return done.stdout
+
+
+def bench_module(name: str) -> ModuleType:
+    """A module of ``bench/``, imported with ``bench/`` on the path only while it loads."""
+    sys.path.insert(0, str(BENCH))
+    try:
+        return importlib.import_module(name)
+    finally:
+        sys.path.remove(str(BENCH))
 
 
 def printed_ratio(
@@ -165,11 +176,7 @@ def test_instructions_counts_system_calls_by_name_and_prices_the_sqlite_stores()
 def test_instructions_reads_cachegrinds_simulated_misses(capsys):
     """``--caches``: cachegrind's summary read (a real one, of a tiny program), and the table of
     each figure with its ratios."""
-    sys.path.insert(0, str(BENCH))
-    try:
-        import instructions
-    finally:
-        sys.path.remove(str(BENCH))
+    instructions = bench_module("instructions")
     process = subprocess.Popen(
         [*instructions.TOOLS["caches"], "/bin/true"],
         stdout=subprocess.DEVNULL,
@@ -292,11 +299,7 @@ def test_characters_prints_the_ratio_of_rolls_by_name_to_rolls_by_number():
 
 
 def test_throughput_names_the_runs_whose_server_was_not_the_bottleneck():
-    sys.path.insert(0, str(BENCH))
-    try:
-        import throughput
-    finally:
-        sys.path.remove(str(BENCH))
+    throughput = bench_module("throughput")
     Result = throughput.Result
     runs = [
         Result("slack coterie", elapsed=2.0, cpu=1.96),  # 98% of a core: it set the pace
@@ -308,12 +311,8 @@ def test_throughput_names_the_runs_whose_server_was_not_the_bottleneck():
     assert throughput.unsaturated(runs) == ["slack peer #1", "slack coterie #2"]
 
 
-def test_throughput_rotates_the_sides_order_and_reports_them_in_the_first():
-    sys.path.insert(0, str(BENCH))
-    try:
-        import throughput
-    finally:
-        sys.path.remove(str(BENCH))
+def test_throughput_rotates_the_sides_order_and_reports_them_in_the_first(monkeypatch):
+    throughput = bench_module("throughput")
     kinds = ["coterie", "coterie memory", "peer"]
     orders = [throughput.turn_order(kinds, number) for number in range(4)]
     assert orders == [kinds, kinds[1:] + kinds[:1], kinds[2:] + kinds[:2], kinds]
@@ -328,12 +327,8 @@ def test_throughput_rotates_the_sides_order_and_reports_them_in_the_first():
         return throughput.Result(f"slack {kind}")
 
     args = throughput.parse_args(["--adapters", "slack", "--rounds", "3"])
-    saved = throughput.RUNS["slack"]
-    throughput.RUNS["slack"] = fake_run
-    try:
-        [rounds] = asyncio.run(throughput.run_all(args))
-    finally:
-        throughput.RUNS["slack"] = saved
+    monkeypatch.setitem(throughput.RUNS, "slack", fake_run)
+    [rounds] = asyncio.run(throughput.run_all(args))
     assert ran == [kind for order in orders[:3] for kind in order]
     assert [[result.name for result in row] for row in rounds] == [
         [f"slack {kind}" for kind in kinds]
